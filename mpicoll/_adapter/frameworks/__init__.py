@@ -1,0 +1,1 @@
+"""[1] Per-framework hooks: only what DLPack cannot express."""

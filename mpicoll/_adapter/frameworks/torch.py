@@ -1,0 +1,61 @@
+"""[1] torch tensors: host view without DLPack overhead, exotic dtypes, write-back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..dtypes import carrier_for
+
+_NUMPY_NATIVE = {
+    torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+    torch.uint16, torch.uint32, torch.uint64, torch.float16, torch.float32,
+    torch.float64, torch.complex64, torch.complex128,
+}
+_VIEW_AS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def dtype_name(t: torch.Tensor) -> str:
+    """The logical dtype name, e.g. "bfloat16" or "float8_e4m3fn"."""
+    return str(t.dtype)[6:]
+
+
+def host_view(t: torch.Tensor, op: str, name: str) -> tuple[np.ndarray, str]:
+    """A numpy view of ``t``'s own memory (any strides) and its logical dtype."""
+    if t.device.type != "cpu":
+        raise ValueError(
+            f"{op}: {name} is on device {t.device}; only CPU torch tensors are "
+            "supported by this build of mpicoll")
+    if t.requires_grad:
+        t = t.detach()
+    if t.is_conj() or t.is_neg():
+        t = t.resolve_conj().resolve_neg()
+    dt = t.dtype
+    if dt in _NUMPY_NATIVE:
+        return t.numpy(), str(dt)[6:]
+    if t.is_sparse or t.layout != torch.strided:
+        raise TypeError(f"{op}: {name} has layout {t.layout}; only dense tensors are supported")
+    size = t.element_size()
+    carrier = carrier_for(size)
+    return t.view(_VIEW_AS[size]).numpy().view(carrier), str(dt)[6:]
+
+
+def needs_torch_writeback(t: torch.Tensor) -> bool:
+    """Whether writing into ``host_view(t)`` would not reach ``t`` (conj/neg views)."""
+    return t.is_conj() or t.is_neg()
+
+
+def writeback(t: torch.Tensor, result: np.ndarray) -> None:
+    """Copy a host result into ``t`` honouring its strides, conj and neg bits."""
+    src = torch.from_numpy(result)
+    if src.dtype != t.dtype:
+        src = src.view(t.dtype)
+    with torch.no_grad():
+        t.copy_(src.reshape(t.shape))
+
+
+def empty_like(t: Any, shape: tuple[int, ...]) -> torch.Tensor:
+    """A new tensor of ``t``'s dtype and device."""
+    return torch.empty(shape, dtype=t.dtype, device=t.device)

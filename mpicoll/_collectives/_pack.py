@@ -1,0 +1,75 @@
+"""[2] Lists of tensors as one MPI buffer: zero-copy when adjacent, else one pack."""
+
+from __future__ import annotations
+
+from itertools import accumulate
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .._adapter import Buffer
+
+
+def displs(counts: list[int]) -> list[int]:
+    """Exclusive prefix sums of ``counts``."""
+    return [0, *accumulate(counts)][:-1]
+
+
+def _ptr(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def joined(bufs: list[Buffer]) -> np.ndarray | None:
+    """One flat array over the list's memory, when the tensors lie end to end.
+
+    This is the ``x.chunk(n)`` / ``x.split(sizes)`` pattern: MPI then reads or
+    writes the caller's memory directly, with no pack or unpack.
+    """
+    parts = [b.array for b in bufs if b.array.size]
+    if not parts:
+        return bufs[0].array.reshape(-1)[:0] if bufs else None
+    if any(b.staged for b in bufs):
+        return None
+    first = parts[0]
+    start = end = _ptr(first)
+    for a in parts:
+        if _ptr(a) != end:
+            return None
+        end += a.nbytes
+    item = first.itemsize
+    return as_strided(first.reshape(-1), shape=((end - start) // item,), strides=(item,))
+
+
+def pack(bufs: list[Buffer]) -> np.ndarray:
+    """The list's data, concatenated into a new flat array (one copy)."""
+    joint = joined(bufs)
+    if joint is not None:
+        return joint
+    return np.concatenate([b.array.reshape(-1) for b in bufs])
+
+
+def receive_area(bufs: list[Buffer], total: int) -> tuple[np.ndarray, bool]:
+    """Where MPI writes a list's data: its own memory if adjacent, else staging.
+
+    Returns (flat array, whether unpack() is needed afterwards).
+    """
+    joint = joined(bufs)
+    if joint is not None:
+        return joint, False
+    return np.empty(total, dtype=bufs[0].array.dtype), True
+
+
+def unpack(flat: np.ndarray, bufs: list[Buffer]) -> None:
+    """Copy a staged flat receive area into each tensor of the list."""
+    off = 0
+    for b in bufs:
+        n = b.array.size
+        b.array[...] = flat[off:off + n].reshape(b.array.shape)
+        b.commit()
+        off += n
+
+
+def commit_all(bufs: list[Buffer]) -> None:
+    """Write back every staged tensor of a list."""
+    for b in bufs:
+        b.commit()

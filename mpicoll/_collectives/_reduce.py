@@ -1,0 +1,48 @@
+"""[2]/[4] The local steps around an MPI reduction: widen, pre-scale, divide, round."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .._adapter import Buffer
+from .._adapter.dtypes import narrow_into, widen
+from .reduce_op import Plan
+
+
+def send_side(plan: Plan, arr: np.ndarray, dtype: str) -> np.ndarray:
+    """What to reduce from: ``arr`` itself, or a widened/pre-scaled copy.
+
+    The caller's input is never modified: PREMUL_SUM scales a copy.
+    """
+    if plan.widen:
+        w = widen(arr, dtype)
+        if plan.factor is not None:
+            w *= plan.factor
+        return w
+    if plan.factor is not None:
+        return np.multiply(arr, plan.factor).astype(arr.dtype, copy=False)
+    return arr
+
+
+def recv_side(plan: Plan, out: np.ndarray) -> np.ndarray:
+    """Where MPI writes the reduced values: ``out`` or a float32 temporary."""
+    if plan.widen:
+        return np.empty(out.shape, dtype=np.float32)
+    return out
+
+
+def finisher(plan: Plan, recv: np.ndarray, out: Buffer, n: int) -> Callable[[], None]:
+    """The completion step: AVG's divide, rounding back to low precision, write-back."""
+    average, widened, dtype = plan.average, plan.widen, out.dtype
+    if not average and not widened:
+        return out.commit
+
+    def finish() -> None:
+        if average:
+            np.divide(recv, n, out=recv)
+        if widened:
+            narrow_into(recv, out.array, dtype)
+        out.commit()
+    return finish

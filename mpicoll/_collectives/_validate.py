@@ -1,0 +1,107 @@
+"""[2] Local argument checks, made before any communication.
+
+Messages read ``"<op>: <argument> <problem>: expected <x>, got <y>"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # numpy < 2
+    byte_bounds = np.byte_bounds
+
+from .._adapter import Buffer, as_buffer
+from .._group import ProcessGroup
+
+
+def same_dtype(op: str, a: Buffer, b: Buffer, an: str, bn: str) -> None:
+    """Both buffers have one logical dtype."""
+    if a.dtype != b.dtype:
+        raise ValueError(f"{op}: {an} and {bn} must have the same dtype: "
+                         f"{an} is {a.dtype}, {bn} is {b.dtype}")
+
+
+def split_sizes(op: str, sizes: Any, n: int, dim0: int, name: str, tname: str) -> list[int] | None:
+    """Validate a split-size list; None or [] means an equal split."""
+    if sizes is None or (hasattr(sizes, "__len__") and len(sizes) == 0):
+        if dim0 % n:
+            raise ValueError(f"{op}: dim 0 of {tname} must be divisible by the group size "
+                             f"{n} when {name} is not given, got {dim0}")
+        return None
+    try:
+        vals = [int(s) for s in sizes]
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: {name} must be a list of ints, got {sizes!r}") from None
+    for s, v in zip(sizes, vals):
+        if v != s or isinstance(s, bool):
+            raise TypeError(f"{op}: {name} must contain integers, got {s!r}")
+        if v < 0:
+            raise ValueError(f"{op}: {name} must be non-negative, got {vals}")
+    if len(vals) != n:
+        raise ValueError(f"{op}: {name} must have one entry per rank: expected "
+                         f"{n} entries, got {len(vals)}")
+    if sum(vals) != dim0:
+        raise ValueError(f"{op}: {name} must sum to dim 0 of {tname}: expected "
+                         f"{dim0}, got sum({vals}) = {sum(vals)}")
+    return vals
+
+
+def row_elems(op: str, b: Buffer, name: str) -> int:
+    """Elements per index of dim 0."""
+    if not b.shape:
+        raise ValueError(f"{op}: {name} must have at least one dimension, got a 0-d tensor")
+    return int(np.prod(b.shape[1:], dtype=np.int64))
+
+
+def tensor_list(op: str, xs: Any, n: int | None, name: str, *, writable: bool) -> list[Buffer]:
+    """A list of tensors of one dtype (and, if ``n``, of length ``n``)."""
+    if not isinstance(xs, (list, tuple)):
+        raise TypeError(f"{op}: {name} must be a list of tensors, got {type(xs).__name__}")
+    if n is not None and len(xs) != n:
+        raise ValueError(f"{op}: {name} must have one tensor per rank: expected {n} "
+                         f"tensors, got {len(xs)}")
+    bufs = [as_buffer(x, writable=writable, op=op, name=f"{name}[{i}]") for i, x in enumerate(xs)]
+    for i, b in enumerate(bufs[1:], 1):
+        if b.dtype != bufs[0].dtype:
+            raise ValueError(f"{op}: {name} must have one dtype: {name}[0] is "
+                             f"{bufs[0].dtype}, {name}[{i}] is {b.dtype}")
+    if writable:
+        distinct_outputs(op, bufs, name)
+    return bufs
+
+
+def distinct_outputs(op: str, bufs: list[Buffer], name: str) -> None:
+    """Output tensors of one list must not overlap each other."""
+    spans = sorted((lo, hi, i) for i, b in enumerate(bufs) if b.numel
+                   for lo, hi in [byte_bounds(b.view)])
+    for (_, hi, i), (lo2, _, j) in zip(spans, spans[1:]):
+        if lo2 < hi:
+            raise ValueError(f"{op}: {name}[{i}] and {name}[{j}] overlap in memory; "
+                             "each output must be distinct")
+
+
+def root(pg: ProcessGroup, op: str, global_rank: Any, group_rank: Any, gname: str,
+         rname: str) -> int:
+    """The group rank named by ``src``/``dst`` (global) or ``group_src``/``group_dst``."""
+    if group_rank is not None:
+        if global_rank is not None:
+            raise ValueError(f"{op}: give either {gname} or {rname}, not both")
+        return pg.check_group_rank(group_rank, op, rname)
+    if global_rank is None:
+        raise ValueError(f"{op}: {gname} (a global rank) or {rname} must be given")
+    return pg.group_rank(global_rank, op, gname)
+
+
+def stacked_or_concat(op: str, big: Buffer, small: Buffer, n: int, bname: str,
+                      sname: str) -> None:
+    """``big`` is ``n`` copies of ``small``: shape (n*d0, ...) or (n, *small.shape)."""
+    s = small.shape
+    stacked = (n, *s)
+    concat = (n * s[0], *s[1:]) if s else (n,)
+    if tuple(big.shape) not in (stacked, concat):
+        raise ValueError(f"{op}: {bname} must hold group size x {sname}: expected shape "
+                         f"{concat} or {stacked}, got {tuple(big.shape)}")

@@ -1,0 +1,94 @@
+"""[2] all_gather (list) -> Allgather / Allgatherv; all_gather_into_tensor -> Allgather."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from .._adapter import as_buffer
+from .._adapter.dtypes import mpi_datatype
+from .._group import resolve
+from .._work import Work
+from . import _pack, _validate
+from ._call import issue
+
+
+def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
+                           async_op: bool = False) -> Work | None:
+    """Gather every rank's ``input_tensor`` into ``output_tensor`` on every rank.
+
+    Call on every rank of ``group``. ``output_tensor`` is written in place and
+    may be concatenated, shape ``(P * n, ...)``, or stacked, ``(P, n, ...)``,
+    for inputs of shape ``(n, ...)``. An input that is this rank's chunk of
+    the output is gathered in place (``MPI.IN_PLACE``).
+    """
+    name = "all_gather_into_tensor"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    n = pg._size
+    src = as_buffer(input_tensor, op=name, name="input_tensor")
+    dst = as_buffer(output_tensor, writable=True, op=name, name="output_tensor")
+    _validate.same_dtype(name, dst, src, "output_tensor", "input_tensor")
+    _validate.stacked_or_concat(name, dst, src, n, "output_tensor", "input_tensor")
+    rarr = dst.array
+    count = src.numel
+    dt = mpi_datatype(rarr.dtype)
+    sendspec: Any = [src.array, count, dt]
+    if count and np.may_share_memory(src.view, dst.view):
+        mine = rarr.reshape(-1)[pg._rank * count:(pg._rank + 1) * count]
+        if not dst.staged and src.array.ctypes.data == mine.ctypes.data:
+            sendspec = MPI.IN_PLACE
+        else:
+            src.detach_input()
+            sendspec = [src.array, count, dt]
+    return issue(name, pg.comm, "Allgather", (sendspec, [rarr, count, dt]), dst.commit,
+                 async_op, [output_tensor])
+
+
+all_gather_single = all_gather_into_tensor
+
+
+def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
+               async_op: bool = False) -> Work | None:
+    """Gather every rank's ``tensor`` into ``tensor_list`` on every rank.
+
+    Call on every rank of ``group``. ``tensor_list[j]`` receives rank j's
+    tensor and is written in place; sizes may differ per rank (Allgatherv),
+    as long as ``tensor_list[j]`` has rank j's size on every rank.
+    """
+    name = "all_gather"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    n = pg._size
+    src = as_buffer(tensor, op=name, name="tensor")
+    outs = _validate.tensor_list(name, tensor_list, n, "tensor_list", writable=True)
+    _validate.same_dtype(name, outs[0], src, "tensor_list", "tensor")
+    counts = [b.numel for b in outs]
+    if counts[pg._rank] != src.numel:
+        raise ValueError(f"{name}: tensor_list[{pg._rank}] must have the size of tensor on "
+                         f"this rank: expected {src.numel} elements, got {counts[pg._rank]}")
+    recv, staged = _pack.receive_area(outs, sum(counts))
+    dt = mpi_datatype(recv.dtype)
+    mine = recv[sum(counts[:pg._rank]):sum(counts[:pg._rank + 1])]
+    sendspec: Any = [src.array, src.numel, dt]
+    if src.numel and np.may_share_memory(src.view, recv):
+        if not staged and src.array.ctypes.data == mine.ctypes.data:
+            sendspec = MPI.IN_PLACE
+        else:
+            src.detach_input()
+            sendspec = [src.array, src.numel, dt]
+    if min(counts) == max(counts):
+        method, recvspec = "Allgather", [recv, counts[0], dt]
+    else:
+        method, recvspec = "Allgatherv", [recv, (counts, _pack.displs(counts)), dt]
+
+    def finish() -> None:
+        if staged:
+            _pack.unpack(recv, outs)
+
+    return issue(name, pg.comm, method, (sendspec, recvspec), finish, async_op,
+                 list(tensor_list))

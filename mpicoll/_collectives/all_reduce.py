@@ -1,0 +1,51 @@
+"""[2] all_reduce -> Allreduce (IN_PLACE)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpi4py import MPI
+
+from .._adapter import as_buffer
+from .._adapter.dtypes import mpi_datatype
+from .._group import resolve
+from .._work import Work
+from . import _reduce
+from ._call import issue
+from .reduce_op import ReduceOp, plan
+
+
+def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
+               async_op: bool = False) -> Work | None:
+    """Reduce ``tensor`` across all ranks of ``group``; every rank gets the result.
+
+    Call on every rank of ``group``. ``tensor`` is written in place.
+
+    Args:
+        tensor: input and output of the collective.
+        op: a :class:`ReduceOp` (``ReduceOp.premul_sum(f)`` for PREMUL_SUM).
+        group: ProcessGroup, mpi4py Intracomm, or None for WORLD.
+        async_op: return a :class:`Work` instead of blocking.
+
+    Returns:
+        A Work if ``async_op``, else None (None also on non-member ranks).
+    """
+    name = "all_reduce"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    buf = as_buffer(tensor, writable=True, op=name, name="tensor")
+    p = plan(buf.dtype, op, name)
+    arr = buf.array
+    send = _reduce.send_side(p, arr, buf.dtype)
+    recv = _reduce.recv_side(p, arr)
+    if send is recv:
+        args = (MPI.IN_PLACE, [recv, mpi_datatype(recv.dtype)], p.mpi_op)
+    elif p.widen and p.factor is None:
+        recv = send  # a private float32 copy: reduce it in place
+        args = (MPI.IN_PLACE, [recv, mpi_datatype(recv.dtype)], p.mpi_op)
+    else:
+        dt = mpi_datatype(recv.dtype)
+        args = ([send, dt], [recv, dt], p.mpi_op)
+    fin = _reduce.finisher(p, recv, buf, pg._size)
+    return issue(name, pg.comm, "Allreduce", args, fin, async_op, [tensor])

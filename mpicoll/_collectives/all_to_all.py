@@ -1,0 +1,110 @@
+"""[2] all_to_all_single -> Alltoall / Alltoallv; all_to_all (lists) -> Alltoallv."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._adapter import as_buffer
+from .._adapter.dtypes import mpi_datatype
+from .._group import resolve
+from .._work import Work
+from . import _pack, _validate
+from ._call import issue
+
+
+def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | None = None,
+                      input_split_sizes: list[int] | None = None, group: Any = None,
+                      async_op: bool = False) -> Work | None:
+    """Split ``input`` along dim 0, send part j to rank j, gather into ``output``.
+
+    Call on every rank of ``group``. ``output`` is written in place.
+
+    Args:
+        output: receives, in rank order, the parts every rank sent to this one.
+        input: sent; rows ``input_split_sizes[j]`` go to rank j.
+        output_split_sizes: rows received from each rank (None: equal split).
+        input_split_sizes: rows sent to each rank (None: equal split).
+        group: ProcessGroup, mpi4py Intracomm, or None for WORLD.
+        async_op: return a :class:`Work` instead of blocking.
+
+    Equal splits (both lists omitted) map to ``Alltoall``; explicit split
+    sizes map to ``Alltoallv``, since one rank cannot know that its peers'
+    splits are equal too.
+    """
+    name = "all_to_all_single"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    n = pg._size
+    src = as_buffer(input, op=name, name="input")
+    dst = as_buffer(output, writable=True, op=name, name="output")
+    _validate.same_dtype(name, dst, src, "output", "input")
+    row = _validate.row_elems(name, src, "input")
+    out_row = _validate.row_elems(name, dst, "output")
+    if row != out_row:
+        raise ValueError(f"{name}: output and input must have the same number of elements "
+                         f"per row (dim 0 index): output has {out_row}, input has {row}")
+    scounts = _validate.split_sizes(name, input_split_sizes, n, src.shape[0],
+                                    "input_split_sizes", "input")
+    rcounts = _validate.split_sizes(name, output_split_sizes, n, dst.shape[0],
+                                    "output_split_sizes", "output")
+    if np.may_share_memory(src.view, dst.view):
+        src.detach_input()
+    sarr, rarr = src.array, dst.array
+    dt = mpi_datatype(sarr.dtype)
+    if scounts is None and rcounts is None:
+        args = ([sarr, sarr.size // n, dt], [rarr, rarr.size // n, dt])
+        return issue(name, pg.comm, "Alltoall", args, dst.commit, async_op, [output])
+    if scounts is None:
+        scounts = [src.shape[0] // n] * n
+    if rcounts is None:
+        rcounts = [dst.shape[0] // n] * n
+    if row != 1:
+        scounts = [c * row for c in scounts]
+        rcounts = [c * row for c in rcounts]
+    args = ([sarr, (scounts, _pack.displs(scounts)), dt],
+            [rarr, (rcounts, _pack.displs(rcounts)), dt])
+    return issue(name, pg.comm, "Alltoallv", args, dst.commit, async_op, [output])
+
+
+def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], group: Any = None,
+               async_op: bool = False) -> Work | None:
+    """Send ``input_tensor_list[j]`` to rank j; receive rank j's into ``output_tensor_list[j]``.
+
+    Call on every rank of ``group``. Tensors may differ in size per peer
+    (uneven exchange). The tensors of ``output_tensor_list`` are written in
+    place. Lists of adjacent views of one buffer (``x.chunk(n)``,
+    ``x.split(sizes)``) are exchanged without any copy.
+
+    Args:
+        output_tensor_list: one tensor per rank, receiving that rank's data.
+        input_tensor_list: one tensor per rank, sent to that rank.
+        group: ProcessGroup, mpi4py Intracomm, or None for WORLD.
+        async_op: return a :class:`Work` instead of blocking.
+    """
+    name = "all_to_all"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    n = pg._size
+    ins = _validate.tensor_list(name, input_tensor_list, n, "input_tensor_list", writable=False)
+    outs = _validate.tensor_list(name, output_tensor_list, n, "output_tensor_list",
+                                 writable=True)
+    _validate.same_dtype(name, outs[0], ins[0], "output_tensor_list", "input_tensor_list")
+    scounts = [b.numel for b in ins]
+    rcounts = [b.numel for b in outs]
+    send = _pack.pack(ins)
+    recv, staged = _pack.receive_area(outs, sum(rcounts))
+    if np.may_share_memory(send, recv):
+        send = send.copy()
+    dt = mpi_datatype(send.dtype)
+    args = ([send, (scounts, _pack.displs(scounts)), dt],
+            [recv, (rcounts, _pack.displs(rcounts)), dt])
+
+    def finish() -> None:
+        if staged:
+            _pack.unpack(recv, outs)
+
+    return issue(name, pg.comm, "Alltoallv", args, finish, async_op, list(output_tensor_list))

@@ -1,0 +1,97 @@
+"""[2] barrier -> Barrier / Ibarrier; monitored_barrier -> tagged messages via rank 0."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from .._group import resolve
+from .._work import Work
+from ..errors import CollectiveTimeout
+from ._call import issue
+
+
+def internal_tag() -> int:
+    """The tag reserved for mpicoll's own point-to-point messages."""
+    return int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB))
+
+
+def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,
+            timeout: Any = None) -> Work | None:
+    """Block until every rank of ``group`` has entered the barrier.
+
+    Args:
+        group: ProcessGroup, mpi4py Intracomm, or None for WORLD.
+        async_op: return a :class:`Work` instead of blocking.
+        device_ids: accepted for compatibility; unused.
+        timeout: seconds or timedelta; :class:`CollectiveTimeout` on expiry.
+    """
+    name = "barrier"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    if timeout is None or async_op:
+        return issue(name, pg.comm, "Barrier", (), None, async_op)
+    work = issue(name, pg.comm, "Barrier", (), None, True)
+    assert work is not None
+    work.wait(timeout)
+    return None
+
+
+def monitored_barrier(group: Any = None, timeout: Any = None,
+                      wait_all_ranks: bool = False) -> None:
+    """A barrier that names the ranks that did not arrive within ``timeout``.
+
+    Rank 0 of the group collects one message from every other rank, then
+    releases them. On expiry rank 0 raises :class:`CollectiveTimeout` naming
+    the first missing rank (every missing rank if ``wait_all_ranks``).
+    """
+    name = "monitored_barrier"
+    pg = resolve(group, name)
+    if pg is None:
+        return
+    secs = None if timeout is None else getattr(timeout, "total_seconds", lambda: timeout)()
+    secs = float(secs if secs is not None else (pg.timeout or 1800.0))
+    comm, tag = pg.comm, internal_tag()
+    token = np.zeros(1, np.uint8)
+    deadline = time.monotonic() + secs
+    if pg._rank != 0:
+        comm.Send([token, MPI.BYTE], dest=0, tag=tag)
+        req = comm.Irecv([token, MPI.BYTE], source=0, tag=tag)
+        _poll([req], deadline, lambda: f"{name}: rank 0 of the group (global "
+              f"{pg.ranks[0]}) did not release the barrier within {secs} s")
+        return
+    bufs = [np.zeros(1, np.uint8) for _ in range(pg._size)]
+    reqs = {r: comm.Irecv([bufs[r], MPI.BYTE], source=r, tag=tag) for r in range(1, pg._size)}
+    missing: list[int] = []
+    for r, req in reqs.items():
+        if missing and not wait_all_ranks:
+            break
+        if not _test_until(req, deadline):
+            missing.append(r)
+    if missing:
+        for r in reqs:
+            if r in missing:
+                reqs[r].Cancel()
+        ranks = [pg.ranks[r] for r in missing]
+        raise CollectiveTimeout(f"{name}: rank(s) {ranks} (global) did not reach the "
+                                f"barrier within {secs} s")
+    for r in range(1, pg._size):
+        comm.Send([token, MPI.BYTE], dest=r, tag=tag)
+
+
+def _test_until(req: Any, deadline: float) -> bool:
+    while not req.Test():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1e-4)
+    return True
+
+
+def _poll(reqs: list[Any], deadline: float, message: Any) -> None:
+    for req in reqs:
+        if not _test_until(req, deadline):
+            raise CollectiveTimeout(message())

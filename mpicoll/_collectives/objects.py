@@ -1,0 +1,141 @@
+"""[2] Object collectives over mpi4py's pickle-based methods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpi4py import MPI
+
+from .._group import ProcessGroup, resolve
+from ..errors import MPIError
+from ._validate import root as _root
+from .barrier import internal_tag
+
+
+def _list(op: str, xs: Any, name: str) -> None:
+    if not isinstance(xs, list):
+        raise TypeError(f"{op}: {name} must be a list, got {type(xs).__name__}")
+
+
+def _call(op: str, fn: Any, *args: Any, **kw: Any) -> Any:
+    try:
+        return fn(*args, **kw)
+    except MPI.Exception as e:
+        raise MPIError(op, str(e)) from e
+
+
+def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> None:
+    """Gather a picklable ``obj`` from every rank into ``object_list`` (len = group size)."""
+    name = "all_gather_object"
+    pg = resolve(group, name)
+    if pg is None:
+        return
+    _list(name, object_list, "object_list")
+    if len(object_list) != pg._size:
+        raise ValueError(f"{name}: object_list must have one entry per rank: expected "
+                         f"{pg._size}, got {len(object_list)}")
+    object_list[:] = _call(name, pg.comm.allgather, obj)
+
+
+def broadcast_object_list(object_list: list[Any], src: int | None = None, group: Any = None,
+                          device: Any = None, group_src: int | None = None) -> None:
+    """Replace ``object_list``'s entries with the source rank's, in place."""
+    name = "broadcast_object_list"
+    pg = resolve(group, name)
+    if pg is None:
+        return
+    _list(name, object_list, "object_list")
+    if src is None and group_src is None:
+        src = 0
+    root = _root(pg, name, src, group_src, "src", "group_src")
+    got = _call(name, pg.comm.bcast, object_list if pg._rank == root else None, root=root)
+    if len(got) != len(object_list):
+        raise ValueError(f"{name}: object_list must have the source's length: expected "
+                         f"{len(got)}, got {len(object_list)}")
+    object_list[:] = got
+
+
+def gather_object(obj: Any, object_gather_list: list[Any] | None = None,
+                  dst: int | None = None, group: Any = None,
+                  group_dst: int | None = None) -> None:
+    """Gather ``obj`` from every rank into ``object_gather_list`` on the destination."""
+    name = "gather_object"
+    pg = resolve(group, name)
+    if pg is None:
+        return
+    if dst is None and group_dst is None:
+        dst = 0
+    root = _root(pg, name, dst, group_dst, "dst", "group_dst")
+    if pg._rank == root:
+        _list(name, object_gather_list, "object_gather_list")
+        assert object_gather_list is not None
+        if len(object_gather_list) != pg._size:
+            raise ValueError(f"{name}: object_gather_list must have one entry per rank: "
+                             f"expected {pg._size}, got {len(object_gather_list)}")
+    got = _call(name, pg.comm.gather, obj, root=root)
+    if pg._rank == root:
+        object_gather_list[:] = got  # type: ignore[index]
+
+
+def scatter_object_list(scatter_object_output_list: list[Any],
+                        scatter_object_input_list: list[Any] | None = None,
+                        src: int | None = None, group: Any = None,
+                        group_src: int | None = None) -> None:
+    """Give rank j ``scatter_object_input_list[j]`` in ``scatter_object_output_list[0]``."""
+    name = "scatter_object_list"
+    pg = resolve(group, name)
+    if pg is None:
+        return
+    _list(name, scatter_object_output_list, "scatter_object_output_list")
+    if len(scatter_object_output_list) < 1:
+        raise ValueError(f"{name}: scatter_object_output_list must have at least one entry")
+    if src is None and group_src is None:
+        src = 0
+    root = _root(pg, name, src, group_src, "src", "group_src")
+    if pg._rank == root:
+        _list(name, scatter_object_input_list, "scatter_object_input_list")
+        assert scatter_object_input_list is not None
+        if len(scatter_object_input_list) != pg._size:
+            raise ValueError(f"{name}: scatter_object_input_list must have one entry per "
+                             f"rank: expected {pg._size}, got {len(scatter_object_input_list)}")
+    payload = scatter_object_input_list if pg._rank == root else None
+    scatter_object_output_list[0] = _call(name, pg.comm.scatter, payload, root=root)
+
+
+def _p2p_group(op: str, group: Any) -> ProcessGroup | None:
+    return resolve(group, op)
+
+
+def send_object_list(object_list: list[Any], dst: int | None = None, group: Any = None,
+                     device: Any = None, group_dst: int | None = None,
+                     use_batch: bool = False) -> None:
+    """Send a list of picklable objects to ``dst``."""
+    name = "send_object_list"
+    pg = _p2p_group(name, group)
+    if pg is None:
+        return
+    _list(name, object_list, "object_list")
+    peer = _root(pg, name, dst, group_dst, "dst", "group_dst")
+    _call(name, pg.comm.send, object_list, dest=peer, tag=internal_tag() - 1)
+
+
+def recv_object_list(object_list: list[Any], src: int | None = None, group: Any = None,
+                     device: Any = None, group_src: int | None = None,
+                     use_batch: bool = False) -> int:
+    """Receive a list of objects into ``object_list`` (same length); returns the sender."""
+    name = "recv_object_list"
+    pg = _p2p_group(name, group)
+    if pg is None:
+        return -1
+    _list(name, object_list, "object_list")
+    source = MPI.ANY_SOURCE if src is None and group_src is None else _root(
+        pg, name, src, group_src, "src", "group_src")
+    status = MPI.Status()
+    got = _call(name, pg.comm.recv, source=source, tag=internal_tag() - 1, status=status)
+    if len(got) != len(object_list):
+        raise ValueError(f"{name}: object_list must have the sender's length: expected "
+                         f"{len(got)}, got {len(object_list)}")
+    object_list[:] = got
+    return pg.ranks[status.Get_source()]
+
+

@@ -1,0 +1,110 @@
+"""[2] ReduceOp and how each (dtype, op) pair reduces over MPI."""
+
+from __future__ import annotations
+
+import enum
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from .._adapter.dtypes import kind_of
+
+
+class ReduceOp(enum.IntEnum):
+    """Reduction operations, with torch.distributed's names and values.
+
+    ``PREMUL_SUM`` needs a factor: use ``ReduceOp.premul_sum(factor)``.
+    """
+
+    SUM = 0
+    AVG = 1
+    PRODUCT = 2
+    MIN = 3
+    MAX = 4
+    BAND = 5
+    BOR = 6
+    BXOR = 7
+    PREMUL_SUM = 8
+
+    @staticmethod
+    def premul_sum(factor: Any) -> PremulSum:
+        """``PREMUL_SUM`` with its factor: inputs are multiplied by it, then summed."""
+        return PremulSum(factor)
+
+
+class PremulSum:
+    """``ReduceOp.PREMUL_SUM`` bound to its factor (a number or a 0-d tensor)."""
+
+    __slots__ = ("factor",)
+    op = ReduceOp.PREMUL_SUM
+
+    def __init__(self, factor: Any) -> None:
+        self.factor = factor
+
+    def __repr__(self) -> str:
+        return f"ReduceOp.premul_sum({self.factor!r})"
+
+
+class Plan(NamedTuple):
+    """How to reduce: MPI op, whether to widen to float32, pre-scale, post-divide."""
+
+    mpi_op: Any
+    widen: bool
+    factor: Any
+    average: bool
+
+
+_FLOATISH = ("float", "lowp", "complex")
+
+
+def as_reduce_op(op: Any, opname: str) -> tuple[ReduceOp, Any]:
+    """Normalise mpicoll, torch and plain-int ops to ``(ReduceOp, factor)``."""
+    if isinstance(op, PremulSum):
+        return ReduceOp.PREMUL_SUM, op.factor
+    if isinstance(op, ReduceOp):
+        return op, None
+    factor = getattr(op, "factor", None) if hasattr(op, "op") else None
+    inner = getattr(op, "op", op)  # torch.distributed.ReduceOp instance -> RedOpType
+    name = getattr(inner, "name", None)
+    if isinstance(name, str) and name in ReduceOp.__members__:
+        return ReduceOp[name], factor
+    if type(inner) is int and 0 <= inner <= 8:
+        return ReduceOp(inner), None
+    raise ValueError(f"{opname}: op {op!r} is not a ReduceOp")
+
+
+@lru_cache(maxsize=None)
+def _plan(dtype: str, rop: ReduceOp, opname: str) -> tuple[Any, bool, bool]:
+    from mpi4py import MPI
+
+    kind = kind_of(dtype)
+    if kind == "opaque":
+        raise ValueError(f"{opname}: op {rop.name} is not supported for dtype {dtype} "
+                         "(it can be moved but not reduced)")
+    if rop in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in ("int", "uint", "bool"):
+        raise ValueError(f"{opname}: op {rop.name} needs an integer or bool dtype, got {dtype}")
+    if rop in (ReduceOp.MIN, ReduceOp.MAX) and kind == "complex":
+        raise ValueError(f"{opname}: op {rop.name} is not defined for complex dtype {dtype}")
+    if rop in (ReduceOp.AVG, ReduceOp.PREMUL_SUM) and kind not in _FLOATISH:
+        raise ValueError(f"{opname}: op {rop.name} needs a floating or complex dtype, got {dtype}")
+    if kind == "bool":  # carried as uint8 holding 0/1
+        mpi_op = {ReduceOp.SUM: MPI.MAX, ReduceOp.MAX: MPI.MAX, ReduceOp.BOR: MPI.MAX,
+                  ReduceOp.PRODUCT: MPI.MIN, ReduceOp.MIN: MPI.MIN, ReduceOp.BAND: MPI.MIN,
+                  ReduceOp.BXOR: MPI.BXOR}[rop]
+    else:
+        mpi_op = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PREMUL_SUM: MPI.SUM,
+                  ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX,
+                  ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[rop]
+    return mpi_op, kind == "lowp", rop == ReduceOp.AVG
+
+
+def plan(dtype: str, op: Any, opname: str) -> Plan:
+    """Decide how to reduce ``dtype`` with ``op``; raises ValueError if invalid."""
+    rop, factor = as_reduce_op(op, opname)
+    if rop == ReduceOp.PREMUL_SUM:
+        if factor is None:
+            raise ValueError(f"{opname}: op PREMUL_SUM needs a factor: "
+                             "use ReduceOp.premul_sum(factor)")
+        if hasattr(factor, "item"):
+            factor = factor.item()
+    mpi_op, widen, average = _plan(dtype, rop, opname)
+    return Plan(mpi_op, widen, factor, average)

@@ -1,0 +1,83 @@
+"""[2] reduce_scatter_tensor -> Reduce_scatter_block; reduce_scatter (list) -> Reduce_scatter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._adapter import as_buffer
+from .._adapter.dtypes import mpi_datatype
+from .._group import resolve
+from .._work import Work
+from . import _pack, _reduce, _validate
+from ._call import issue
+from .reduce_op import ReduceOp, plan
+
+
+def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Any = None,
+                          async_op: bool = False) -> Work | None:
+    """Reduce ``input`` across ranks and give rank j the j-th chunk, in ``output``.
+
+    Call on every rank of ``group``. ``input`` is concatenated, shape
+    ``(P * n, ...)``, or stacked, ``(P, n, ...)``, for an ``output`` of shape
+    ``(n, ...)``. ``output`` is written in place; ``input`` is never modified.
+    """
+    name = "reduce_scatter_tensor"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    n = pg._size
+    src = as_buffer(input, op=name, name="input")
+    dst = as_buffer(output, writable=True, op=name, name="output")
+    _validate.same_dtype(name, dst, src, "output", "input")
+    _validate.stacked_or_concat(name, src, dst, n, "input", "output")
+    p = plan(dst.dtype, op, name)
+    if np.may_share_memory(src.view, dst.view):
+        src.detach_input()
+    send = _reduce.send_side(p, src.array, src.dtype)
+    recv = _reduce.recv_side(p, dst.array)
+    dt = mpi_datatype(recv.dtype)
+    count = recv.size
+    args = ([send, count, dt], [recv, count, dt], p.mpi_op)
+    fin = _reduce.finisher(p, recv, dst, n)
+    return issue(name, pg.comm, "Reduce_scatter_block", args, fin, async_op, [output])
+
+
+reduce_scatter_single = reduce_scatter_tensor
+
+
+def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
+                   group: Any = None, async_op: bool = False) -> Work | None:
+    """Reduce ``input_list[j]`` across ranks into rank j's ``output``.
+
+    Call on every rank of ``group``. ``input_list[j]`` may differ in size per
+    j (Reduce_scatter with per-rank counts) as long as every rank agrees.
+    ``output`` is written in place.
+    """
+    name = "reduce_scatter"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    n = pg._size
+    dst = as_buffer(output, writable=True, op=name, name="output")
+    ins = _validate.tensor_list(name, input_list, n, "input_list", writable=False)
+    _validate.same_dtype(name, dst, ins[0], "output", "input_list")
+    counts = [b.numel for b in ins]
+    if counts[pg._rank] != dst.numel:
+        raise ValueError(f"{name}: output must have the size of input_list[{pg._rank}]: "
+                         f"expected {counts[pg._rank]} elements, got {dst.numel}")
+    p = plan(dst.dtype, op, name)
+    packed = _pack.pack(ins)
+    if np.may_share_memory(packed, dst.view):
+        packed = packed.copy()
+    send = _reduce.send_side(p, packed, dst.dtype)
+    recv = _reduce.recv_side(p, dst.array)
+    dt = mpi_datatype(recv.dtype)
+    if min(counts) == max(counts):
+        method, args = "Reduce_scatter_block", ([send, counts[0], dt], [recv, counts[0], dt],
+                                                p.mpi_op)
+    else:
+        method, args = "Reduce_scatter", ([send, dt], [recv, dt], counts, p.mpi_op)
+    fin = _reduce.finisher(p, recv, dst, n)
+    return issue(name, pg.comm, method, args, fin, async_op, [output])

@@ -1,0 +1,146 @@
+"""[2] broadcast -> Bcast, reduce -> Reduce, gather -> Gatherv, scatter -> Scatterv."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from .._adapter import as_buffer
+from .._adapter.dtypes import mpi_datatype
+from .._group import resolve
+from .._work import Work
+from . import _pack, _reduce, _validate
+from ._call import issue
+from .reduce_op import ReduceOp, plan
+
+
+def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: bool = False,
+              group_src: int | None = None) -> Work | None:
+    """Copy ``tensor`` from rank ``src`` (global) or ``group_src`` to every rank.
+
+    Call on every rank of ``group``. ``tensor`` is written in place on every
+    rank but the source.
+    """
+    name = "broadcast"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    root = _validate.root(pg, name, src, group_src, "src", "group_src")
+    buf = as_buffer(tensor, writable=pg._rank != root, op=name, name="tensor")
+    arr = buf.array
+    return issue(name, pg.comm, "Bcast", ([arr, mpi_datatype(arr.dtype)], root), buf.commit,
+                 async_op, [tensor])
+
+
+def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
+           async_op: bool = False, group_dst: int | None = None) -> Work | None:
+    """Reduce ``tensor`` across ranks into ``tensor`` on rank ``dst`` (or ``group_dst``).
+
+    Call on every rank of ``group``. Only the destination's tensor is written;
+    the others are left unchanged.
+    """
+    name = "reduce"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
+    is_root = pg._rank == root
+    buf = as_buffer(tensor, writable=is_root, op=name, name="tensor")
+    p = plan(buf.dtype, op, name)
+    send = _reduce.send_side(p, buf.array, buf.dtype)
+    if not is_root:
+        args = ([send, mpi_datatype(send.dtype)], None, p.mpi_op, root)
+        return issue(name, pg.comm, "Reduce", args, None, async_op, [tensor])
+    if send is buf.array or (p.widen and p.factor is None):
+        recv = send
+        args = (MPI.IN_PLACE, [recv, mpi_datatype(recv.dtype)], p.mpi_op, root)
+    else:
+        recv = _reduce.recv_side(p, buf.array)
+        dt = mpi_datatype(recv.dtype)
+        args = ([send, dt], [recv, dt], p.mpi_op, root)
+    fin = _reduce.finisher(p, recv, buf, pg._size)
+    return issue(name, pg.comm, "Reduce", args, fin, async_op, [tensor])
+
+
+def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = None,
+           group: Any = None, async_op: bool = False,
+           group_dst: int | None = None) -> Work | None:
+    """Gather every rank's ``tensor`` into ``gather_list`` on rank ``dst``.
+
+    Call on every rank of ``group``; ``gather_list`` (one tensor per rank,
+    sizes may differ) is given on the destination only and written in place.
+    """
+    name = "gather"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    if dst is None and group_dst is None:
+        dst = 0  # torch's default: global rank 0
+    root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
+    src = as_buffer(tensor, op=name, name="tensor")
+    dt = mpi_datatype(src.array.dtype)
+    if pg._rank != root:
+        if gather_list:
+            raise ValueError(f"{name}: gather_list must be given on the destination rank "
+                             f"only (group rank {root}); this is group rank {pg._rank}")
+        return issue(name, pg.comm, "Gatherv", ([src.array, dt], None, root), None, async_op)
+    if gather_list is None:
+        raise ValueError(f"{name}: gather_list is required on the destination rank")
+    outs = _validate.tensor_list(name, gather_list, pg._size, "gather_list", writable=True)
+    _validate.same_dtype(name, outs[0], src, "gather_list", "tensor")
+    counts = [b.numel for b in outs]
+    if counts[root] != src.numel:
+        raise ValueError(f"{name}: gather_list[{root}] must have the size of tensor: "
+                         f"expected {src.numel} elements, got {counts[root]}")
+    recv, staged = _pack.receive_area(outs, sum(counts))
+    send = src.array
+    if np.may_share_memory(src.view, recv):
+        send = send.copy()
+    args = ([send, dt], [recv, (counts, _pack.displs(counts)), dt], root)
+
+    def finish() -> None:
+        if staged:
+            _pack.unpack(recv, outs)
+
+    return issue(name, pg.comm, "Gatherv", args, finish, async_op, list(gather_list))
+
+
+def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None = None,
+            group: Any = None, async_op: bool = False,
+            group_src: int | None = None) -> Work | None:
+    """Send ``scatter_list[j]`` from rank ``src`` to rank j's ``tensor``.
+
+    Call on every rank of ``group``; ``scatter_list`` (one tensor per rank,
+    sizes may differ) is given on the source only. ``tensor`` is written in
+    place.
+    """
+    name = "scatter"
+    pg = resolve(group, name)
+    if pg is None:
+        return None
+    if src is None and group_src is None:
+        src = 0  # torch's default: global rank 0
+    root = _validate.root(pg, name, src, group_src, "src", "group_src")
+    dst = as_buffer(tensor, writable=True, op=name, name="tensor")
+    dt = mpi_datatype(dst.array.dtype)
+    if pg._rank != root:
+        if scatter_list:
+            raise ValueError(f"{name}: scatter_list must be given on the source rank only "
+                             f"(group rank {root}); this is group rank {pg._rank}")
+        return issue(name, pg.comm, "Scatterv", (None, [dst.array, dt], root), dst.commit,
+                     async_op, [tensor])
+    if scatter_list is None:
+        raise ValueError(f"{name}: scatter_list is required on the source rank")
+    ins = _validate.tensor_list(name, scatter_list, pg._size, "scatter_list", writable=False)
+    _validate.same_dtype(name, dst, ins[0], "tensor", "scatter_list")
+    counts = [b.numel for b in ins]
+    if counts[root] != dst.numel:
+        raise ValueError(f"{name}: tensor must have the size of scatter_list[{root}]: "
+                         f"expected {counts[root]} elements, got {dst.numel}")
+    send = _pack.pack(ins)
+    if np.may_share_memory(send, dst.view):
+        send = send.copy()
+    args = ([send, (counts, _pack.displs(counts)), dt], [dst.array, dt], root)
+    return issue(name, pg.comm, "Scatterv", args, dst.commit, async_op, [tensor])

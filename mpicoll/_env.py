@@ -1,0 +1,40 @@
+"""MPICOLL_* environment settings, read once."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+_warned: set[str] = set()
+
+
+def flag(name: str, default: bool) -> bool:
+    """A boolean setting: 1/true/yes/on or 0/false/no/off."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    val = raw.strip().lower()
+    if val in ("1", "true", "yes", "on"):
+        return True
+    if val in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"environment variable {name}={raw!r}: expected 0 or 1")
+
+
+def seconds(name: str) -> float | None:
+    """A duration in seconds, or None when unset or 0."""
+    raw = os.environ.get(name)
+    if not raw:
+        return None
+    try:
+        val = float(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r}: expected seconds") from None
+    return val if val > 0 else None
+
+
+def warn_once(key: str, message: str) -> None:
+    """Emit ``message`` as a RuntimeWarning once per process."""
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)

@@ -1,0 +1,43 @@
+"""MPI start-up on first use, and the abort-on-uncaught-exception hook."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any
+
+from . import _env
+
+_hook_installed = False
+
+
+def mpi() -> Any:
+    """Import mpi4py.MPI (initialising MPI) and install the abort hook once."""
+    from mpi4py import MPI
+
+    if not _hook_installed:
+        _install_abort_hook(MPI)
+    return MPI
+
+
+def _install_abort_hook(MPI: Any) -> None:
+    global _hook_installed
+    _hook_installed = True
+    if MPI.COMM_WORLD.Get_size() == 1 or not _env.flag("MPICOLL_ABORT_ON_EXCEPTION", True):
+        return
+    previous = sys.excepthook
+
+    def abort_on_exception(etype: Any, value: Any, tb: Any) -> None:
+        # With several ranks, a rank that dies alone leaves its peers blocked in
+        # the next collective for ever: print the traceback, then end the job.
+        try:
+            previous(etype, value, tb)
+        except Exception:  # noqa: BLE001
+            traceback.print_exception(etype, value, tb)
+        rank = MPI.COMM_WORLD.Get_rank()
+        sys.stderr.write(f"mpicoll: uncaught exception on rank {rank}; aborting the job "
+                         "(set MPICOLL_ABORT_ON_EXCEPTION=0 to disable)\n")
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
+
+    sys.excepthook = abort_on_exception
