@@ -105,7 +105,7 @@ def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tens
     if writable:
         if not view.flags.writeable:
             raise BufferError(f"{op}: {name} is read-only and cannot receive data")
-        if _overlapping_strides(view):
+        if view.size > 1 and _overlapping_strides(view):
             raise BufferError(
                 f"{op}: {name} has overlapping memory (a stride of 0, e.g. from expand) "
                 "and cannot receive data")

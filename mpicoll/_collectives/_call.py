@@ -19,7 +19,7 @@ def issue(op: str, comm: Any, method: str, args: tuple, finalize: Callable[[], A
     """
     try:
         if async_op:
-            req = getattr(comm, "I" + method)(*args)
+            req = getattr(comm, "I" + method[0].lower() + method[1:])(*args)
             return Work(op, [req], finalize, keep=(args, keep), outputs=outputs)
         getattr(comm, method)(*args)
     except MPI.Exception as e:

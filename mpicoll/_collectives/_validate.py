@@ -76,12 +76,15 @@ def tensor_list(op: str, xs: Any, n: int | None, name: str, *, writable: bool) -
 
 def distinct_outputs(op: str, bufs: list[Buffer], name: str) -> None:
     """Output tensors of one list must not overlap each other."""
-    spans = sorted((lo, hi, i) for i, b in enumerate(bufs) if b.numel
-                   for lo, hi in [byte_bounds(b.view)])
-    for (_, hi, i), (lo2, _, j) in zip(spans, spans[1:]):
-        if lo2 < hi:
-            raise ValueError(f"{op}: {name}[{i}] and {name}[{j}] overlap in memory; "
-                             "each output must be distinct")
+    spans = sorted((*byte_bounds(b.view), i) for i, b in enumerate(bufs) if b.numel)
+    for k, (_, hi, i) in enumerate(spans):
+        for lo2, _, j in spans[k + 1:]:
+            if lo2 >= hi:
+                break
+            # bounds overlap: interleaved strided views may still be disjoint
+            if np.shares_memory(bufs[i].view, bufs[j].view, max_work=10**6):
+                raise ValueError(f"{op}: {name}[{i}] and {name}[{j}] overlap in memory; "
+                                 "each output must be distinct")
 
 
 def root(pg: ProcessGroup, op: str, global_rank: Any, group_rank: Any, gname: str,

@@ -1,0 +1,110 @@
+"""all_reduce, reduce: every dtype x every valid ReduceOp against a numpy reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _reference import ALL_DTYPES, assert_equal, reduce_ref, to_np, to_xp, valid_ops, values
+
+import mpicoll as dist
+
+CASES = [(d, op) for d in ALL_DTYPES for op in valid_ops(d)]
+
+
+def _skip_numpy_bf16(xp, dtype):
+    if xp is np and dtype == "bfloat16":
+        pytest.skip("numpy has no bfloat16")
+
+
+@pytest.mark.parametrize(("dtype", "op"), CASES)
+def test_all_reduce(xp, dtype, op, rank, size):
+    _skip_numpy_bf16(xp, dtype)
+    shape = (3, 5)
+    t = to_xp(values(dtype, shape, rank), dtype, xp)
+    dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+    expected = reduce_ref([values(dtype, shape, r) for r in range(size)], op, dtype)
+    assert_equal(t, expected, dtype, approx=op == "AVG" and "float16" not in dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "complex64"])
+def test_all_reduce_premul_sum(xp, dtype, rank, size):
+    _skip_numpy_bf16(xp, dtype)
+    x = values(dtype, (7,), rank)
+    out = to_xp(x, dtype, xp)
+    dist.all_reduce(out, op=dist.ReduceOp.premul_sum(2.5))
+    ref = sum(np.asarray(values(dtype, (7,), r), np.complex128 if "complex" in dtype
+                         else np.float64) * 2.5 for r in range(size))
+    tol = {"float16": 2e-3, "bfloat16": 1e-2}.get(dtype, 1e-6)
+    np.testing.assert_allclose(to_np(out), ref, rtol=tol)
+
+
+def test_premul_sum_never_modifies_input_of_reduce_scatter(xp, rank, size):
+    x = values("float32", (size * 2,), rank)
+    inp = to_xp(x, "float32", xp)
+    out = to_xp(np.zeros(2, np.float32), "float32", xp)
+    dist.reduce_scatter_tensor(out, inp, op=dist.ReduceOp.premul_sum(3.0))
+    np.testing.assert_array_equal(to_np(inp), x)
+    ref = sum(values("float32", (size * 2,), r) for r in range(size)) * 3.0
+    np.testing.assert_allclose(to_np(out), ref[rank * 2:rank * 2 + 2], rtol=1e-6)
+
+
+def test_torch_reduce_op_objects_accepted(rank, size):
+    torch = pytest.importorskip("torch")
+    import torch.distributed as tdist
+
+    t = torch.ones(3) * (rank + 1)
+    dist.all_reduce(t, op=tdist.ReduceOp.MAX)
+    assert t.tolist() == [float(size)] * 3
+    t = torch.ones(3)
+    dist.all_reduce(t, op=tdist._make_nccl_premul_sum(2.0))
+    assert t.tolist() == [2.0 * size] * 3
+
+
+@pytest.mark.parametrize(("dtype", "op"), [("float32", "SUM"), ("int64", "MAX"),
+                                           ("bfloat16", "SUM"), ("float16", "AVG"),
+                                           ("bool", "BAND")])
+def test_reduce(xp, dtype, op, rank, size):
+    _skip_numpy_bf16(xp, dtype)
+    root = size - 1
+    x = values(dtype, (4, 2), rank)
+    t = to_xp(x, dtype, xp)
+    dist.reduce(t, dst=root, op=getattr(dist.ReduceOp, op))
+    if rank == root:
+        expected = reduce_ref([values(dtype, (4, 2), r) for r in range(size)], op, dtype)
+        assert_equal(t, expected, dtype, approx=op == "AVG" and dtype != "float16")
+    else:
+        assert_equal(t, to_np(to_xp(x, dtype, xp)), dtype)  # unchanged
+
+
+def test_all_reduce_non_contiguous(xp, rank, size):
+    base = to_xp(values("float64", (4, 6), rank), "float64", xp)
+    t = base.T if xp is np else base.t()
+    dist.all_reduce(t)
+    ref = sum(values("float64", (4, 6), r) for r in range(size)).T
+    assert_equal(t, ref, "float64")
+    # the transposed view wrote through to its base
+    assert_equal(base, ref.T, "float64")
+
+
+def test_all_reduce_async(xp, rank, size):
+    t = to_xp(values("int32", (10,), rank), "int32", xp)
+    work = dist.all_reduce(t, op=dist.ReduceOp.SUM, async_op=True)
+    assert work is not None
+    assert work.wait() is True
+    assert work.is_completed() and work.is_success() and work.exception() is None
+    assert_equal(t, reduce_ref([values("int32", (10,), r) for r in range(size)], "SUM",
+                               "int32"), "int32")
+
+
+def test_all_reduce_async_avg_bf16_written_at_completion(rank, size):
+    torch = pytest.importorskip("torch")
+    x = values("bfloat16", (6,), rank)
+    t = to_xp(x, "bfloat16", torch)
+    before = t.clone()
+    work = dist.all_reduce(t, op=dist.ReduceOp.AVG, async_op=True)
+    # results appear only once the Work completes: the post-step has not run yet
+    assert torch.equal(t, before)
+    work.wait()
+    expected = reduce_ref([values("bfloat16", (6,), r) for r in range(size)], "AVG",
+                          "bfloat16")
+    np.testing.assert_allclose(t.float().numpy(), expected, rtol=2**-7)

@@ -1,0 +1,136 @@
+"""all_to_all_single (even, uneven, zero splits) and all_to_all (lists)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _reference import (
+    MOVE_DTYPES,
+    assert_equal,
+    block,
+    empty,
+    skip_unsupported,
+    split,
+    to_np,
+    to_xp,
+)
+
+import mpicoll as dist
+
+COLS = 3
+
+
+def _input(rank, size, dtype, salt=0):
+    return np.concatenate([block(rank, j, split(rank, j, salt), COLS, dtype)
+                           for j in range(size)]).reshape(-1, COLS)
+
+
+def _expected(rank, size, dtype, salt=0):
+    return np.concatenate([block(j, rank, split(j, rank, salt), COLS, dtype)
+                           for j in range(size)]).reshape(-1, COLS)
+
+
+@pytest.mark.parametrize("dtype", MOVE_DTYPES)
+def test_all_to_all_single_uneven(xp, dtype, rank, size):
+    skip_unsupported(xp, dtype)
+    inp = to_xp(_input(rank, size, dtype), dtype, xp)
+    exp = _expected(rank, size, dtype)
+    out = empty(xp, exp.shape, dtype)
+    dist.all_to_all_single(out, inp, [split(j, rank) for j in range(size)],
+                           [split(rank, j) for j in range(size)])
+    assert_equal(out, to_np(to_xp(exp, dtype, xp)), dtype)
+
+
+@pytest.mark.parametrize("dtype", MOVE_DTYPES)
+def test_all_to_all_single_even(xp, dtype, rank, size):
+    skip_unsupported(xp, dtype)
+    inp = np.concatenate([block(rank, j, 2, COLS, dtype) for j in range(size)])
+    exp = np.concatenate([block(j, rank, 2, COLS, dtype) for j in range(size)])
+    out = empty(xp, exp.shape, dtype)
+    dist.all_to_all_single(out, to_xp(inp, dtype, xp))
+    assert_equal(out, to_np(to_xp(exp, dtype, xp)), dtype)
+
+
+def test_all_to_all_single_float8(rank, size):
+    torch = pytest.importorskip("torch")
+    inp = (torch.arange(size * 4, dtype=torch.float32) + rank * 100).to(torch.float8_e4m3fn)
+    out = torch.empty(size * 4, dtype=torch.float8_e4m3fn)
+    dist.all_to_all_single(out, inp)
+    exp = torch.cat([(torch.arange(rank * 4, rank * 4 + 4, dtype=torch.float32) + j * 100)
+                     .to(torch.float8_e4m3fn) for j in range(size)])
+    assert torch.equal(out.view(torch.uint8), exp.view(torch.uint8))
+
+
+def test_all_to_all_single_only_input_splits_given(xp, rank, size):
+    # output split omitted: dim 0 of output is divided evenly
+    inp = np.concatenate([block(rank, j, 2, COLS, "int32") for j in range(size)])
+    out = empty(xp, (2 * size, COLS), "int32")
+    dist.all_to_all_single(out, to_xp(inp, "int32", xp), None, [2] * size)
+    exp = np.concatenate([block(j, rank, 2, COLS, "int32") for j in range(size)])
+    assert_equal(out, exp, "int32")
+
+
+def test_all_to_all_single_non_contiguous(xp, rank, size):
+    inp = _input(rank, size, "float64", salt=1)
+    exp = _expected(rank, size, "float64", salt=1)
+    # a transposed input and a transposed output (column-major memory)
+    src_base = to_xp(np.ascontiguousarray(inp.T), "float64", xp)
+    out_base = empty(xp, (COLS, exp.shape[0]), "float64")
+    src = src_base.T if xp is np else src_base.t()
+    out = out_base.T if xp is np else out_base.t()
+    dist.all_to_all_single(out, src, [split(j, rank, 1) for j in range(size)],
+                           [split(rank, j, 1) for j in range(size)])
+    assert_equal(out, exp, "float64")
+    assert_equal(out_base, exp.T, "float64")
+    assert_equal(src, inp, "float64")  # input untouched
+
+
+def test_all_to_all_single_async(xp, rank, size):
+    inp = to_xp(_input(rank, size, "int64"), "int64", xp)
+    exp = _expected(rank, size, "int64")
+    out = empty(xp, exp.shape, "int64")
+    work = dist.all_to_all_single(out, inp, [split(j, rank) for j in range(size)],
+                                  [split(rank, j) for j in range(size)], async_op=True)
+    work.wait()
+    assert work.is_completed()
+    assert_equal(out, exp, "int64")
+
+
+def test_all_to_all_single_aliased(xp, rank, size):
+    # output and input are the same tensor
+    t = to_xp(np.concatenate([block(rank, j, 1, COLS, "int64") for j in range(size)]),
+              "int64", xp)
+    dist.all_to_all_single(t, t)
+    assert_equal(t, np.concatenate([block(j, rank, 1, COLS, "int64") for j in range(size)]),
+                 "int64")
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bfloat16", "complex64", "bool"])
+def test_all_to_all_list_uneven(xp, dtype, rank, size):
+    skip_unsupported(xp, dtype)
+    ins = [to_xp(block(rank, j, split(rank, j), COLS, dtype), dtype, xp) for j in range(size)]
+    exps = [block(j, rank, split(j, rank), COLS, dtype) for j in range(size)]
+    outs = [empty(xp, e.shape, dtype) for e in exps]
+    dist.all_to_all(outs, ins)
+    for o, e in zip(outs, exps):
+        assert_equal(o, to_np(to_xp(e, dtype, xp)), dtype)
+
+
+def test_all_to_all_list_chunked_views_zero_copy(rank, size):
+    torch = pytest.importorskip("torch")
+    big_out = torch.full((size * 2,), -1, dtype=torch.int64)
+    outs = list(big_out.chunk(size))
+    ins = list((torch.arange(size * 2) + rank * 100).chunk(size))
+    dist.all_to_all(outs, ins)
+    exp = torch.cat([torch.arange(rank * 2, rank * 2 + 2) + j * 100 for j in range(size)])
+    assert torch.equal(big_out, exp)
+
+
+def test_all_to_all_list_non_contiguous_outputs(xp, rank, size):
+    base = empty(xp, (2, size * 2), "float32")
+    outs = [base[:, 2 * j:2 * j + 2] for j in range(size)]  # strided column blocks
+    ins = [to_xp(np.full((2, 2), rank * 10 + j, np.float32), "float32", xp)
+           for j in range(size)]
+    dist.all_to_all(outs, ins)
+    for j, o in enumerate(outs):
+        assert_equal(o, np.full((2, 2), j * 10 + rank, np.float32), "float32")
