@@ -1,0 +1,165 @@
+"""Bad input: a clear exception naming the argument, before communicating, outputs untouched.
+
+Every rank passes the same bad input, so every rank raises and no peer waits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _reference import to_np, to_xp
+
+import mpicoll as dist
+
+
+def _untouched(out, fill=7):
+    np.testing.assert_array_equal(to_np(out), np.full(to_np(out).shape, fill))
+
+
+def _out(xp, shape, dtype="float32", fill=7):
+    return to_xp(np.full(shape, fill), dtype, xp)
+
+
+def test_split_sum_mismatch(xp, size):
+    out = _out(xp, (size,))
+    with pytest.raises(ValueError, match=r"input_split_sizes must sum to dim 0 of input: "
+                                         r"expected 3, got sum"):
+        dist.all_to_all_single(out, _out(xp, (3,)), None, [1] * size)
+    with pytest.raises(ValueError, match="output_split_sizes must sum to dim 0 of output"):
+        dist.all_to_all_single(out, _out(xp, (size,)), [2] * size, [1] * size)
+    _untouched(out)
+
+
+def test_split_negative_noninteger_and_length(xp, size):
+    out = _out(xp, (size,))
+    inp = _out(xp, (size,), fill=1)
+    bad = [1] * size
+    bad[0] = -1
+    with pytest.raises(ValueError, match="input_split_sizes must be non-negative"):
+        dist.all_to_all_single(out, inp, None, bad)
+    with pytest.raises(TypeError, match="input_split_sizes must contain integers, got 1.5"):
+        dist.all_to_all_single(out, inp, None, [1.5] + [1] * (size - 1))
+    with pytest.raises(ValueError, match=rf"input_split_sizes must have one entry per rank: "
+                                         rf"expected {size} entries, got {size + 1}"):
+        dist.all_to_all_single(out, inp, None, [1] * size + [0])
+    _untouched(out)
+
+
+@pytest.mark.mpi(min_size=2)
+def test_dim0_not_divisible(xp, size):
+    out = _out(xp, (size * 2 + 1,))
+    with pytest.raises(ValueError, match=rf"dim 0 of input must be divisible by the group "
+                                         rf"size {size}.*got {size * 2 + 1}"):
+        dist.all_to_all_single(out, _out(xp, (size * 2 + 1,), fill=1))
+    _untouched(out)
+
+
+def test_output_wrong_size_and_dtype(xp, size):
+    out = _out(xp, (size * 2 + 1,))
+    with pytest.raises(ValueError, match=rf"output_tensor must hold group size x input_tensor: "
+                                         rf"expected shape \({size * 2},\) or \({size}, 2\)"):
+        dist.all_gather_into_tensor(out, _out(xp, (2,), fill=1))
+    _untouched(out)
+    out = _out(xp, (size,), dtype="int64")
+    with pytest.raises(ValueError, match="output and input must have the same dtype: "
+                                         "output is int64, input is float32"):
+        dist.all_to_all_single(out, _out(xp, (size,), fill=1))
+    _untouched(out)
+    with pytest.raises(ValueError, match="output and input must have the same dtype"):
+        dist.reduce_scatter_tensor(out, _out(xp, (size * size,), "float64", fill=1))
+    _untouched(out)
+
+
+def test_list_wrong_length_and_mixed_dtypes(xp, size):
+    outs = [_out(xp, (1,)) for _ in range(size + 1)]
+    ins = [_out(xp, (1,), fill=1) for _ in range(size)]
+    with pytest.raises(ValueError, match=rf"output_tensor_list must have one tensor per rank: "
+                                         rf"expected {size} tensors, got {size + 1}"):
+        dist.all_to_all(outs, ins)
+    mixed = [_out(xp, (1,), "float32")] + [_out(xp, (1,), "float64") for _ in range(size - 1)]
+    if size > 1:
+        with pytest.raises(ValueError, match=r"tensor_list must have one dtype: tensor_list\[0\] "
+                                             r"is float32, tensor_list\[1\] is float64"):
+            dist.all_gather(mixed, _out(xp, (1,)))
+    with pytest.raises(TypeError, match="input_tensor_list must be a list of tensors"):
+        dist.all_to_all(outs[:size], _out(xp, (size,)))
+    for o in outs:
+        _untouched(o)
+
+
+def test_read_only_output():
+    a = np.full(4, 7.0)
+    view = a[:]
+    view.flags.writeable = False
+    with pytest.raises(BufferError, match="all_reduce: tensor is read-only"):
+        dist.all_reduce(view)
+    torch = pytest.importorskip("torch")
+    expanded = torch.zeros(1).expand(4)
+    with pytest.raises(BufferError, match="overlapping memory"):
+        dist.broadcast(expanded, src=0) if dist.get_rank() else dist.all_reduce(expanded)
+
+
+@pytest.mark.parametrize(("dtype", "op", "msg"), [
+    ("float32", "BAND", "op BAND needs an integer or bool dtype, got float32"),
+    ("complex64", "MAX", "op MAX is not defined for complex dtype complex64"),
+    ("int32", "AVG", "op AVG needs a floating or complex dtype, got int32"),
+    ("int64", "PREMUL_SUM", "op PREMUL_SUM needs a factor"),
+])
+def test_invalid_op_for_dtype(xp, dtype, op, msg):
+    t = _out(xp, (3,), dtype)
+    with pytest.raises(ValueError, match=msg):
+        dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+    _untouched(t)
+
+
+def test_bfloat16_opaque_reduce_refused():
+    torch = pytest.importorskip("torch")
+    t = torch.ones(3, dtype=torch.float8_e5m2)
+    with pytest.raises(ValueError, match="not supported for dtype float8_e5m2"):
+        dist.all_reduce(t)
+
+
+def test_rank_outside_group(xp, size):
+    t = _out(xp, (2,))
+    with pytest.raises(ValueError, match=rf"reduce: dst {size} is not a rank of the group"):
+        dist.reduce(t, dst=size)
+    with pytest.raises(ValueError, match="send: dst -1 is not a rank"):
+        dist.send(t, dst=-1)
+    with pytest.raises(ValueError, match="recv: group_src must be in"):
+        dist.recv(t, group_src=size + 3)
+    with pytest.raises(ValueError, match="give either src or group_src"):
+        dist.broadcast(t, src=0, group_src=0)
+    with pytest.raises(ValueError, match="src .a global rank. or group_src must be given"):
+        dist.broadcast(t)
+    with pytest.raises(ValueError, match="must differ from this rank"):
+        dist.send(t, dst=dist.get_rank())
+    _untouched(t)
+
+
+def test_unsupported_objects(size):
+    with pytest.raises(TypeError, match="all_reduce: tensor of type list is not a supported"):
+        dist.all_reduce([1, 2, 3])
+    with pytest.raises(TypeError, match="group must be a ProcessGroup"):
+        dist.all_reduce(np.ones(1), group="world")
+    with pytest.raises(ValueError, match="op 'max' is not a ReduceOp"):
+        dist.all_reduce(np.ones(1), op="max")
+    with pytest.raises(TypeError, match="P2POp|batch_isend_irecv"):
+        dist.batch_isend_irecv([1])
+
+
+def test_non_cpu_torch_tensor():
+    torch = pytest.importorskip("torch")
+    t = torch.empty(3, device="meta")
+    with pytest.raises(ValueError, match="tensor is on device meta"):
+        dist.all_reduce(t)
+
+
+def test_gather_list_on_non_destination(size):
+    if size == 1:
+        pytest.skip("needs a non-destination rank")
+    rank = dist.get_rank()
+    if rank != 0:
+        with pytest.raises(ValueError, match="gather_list must be given on the destination "
+                                             "rank only"):
+            dist.gather(np.ones(1), [np.ones(1)] * size, dst=0)
+    dist.barrier()
