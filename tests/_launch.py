@@ -1,0 +1,77 @@
+"""Start an mpiexec job from the single-process test session, always under a timeout."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def mpiexec() -> list[str]:
+    """The launcher: $MPIEXEC (with its flags) or the one beside this Python."""
+    env = os.environ.get("MPIEXEC")
+    if env:
+        return shlex.split(env)
+    beside = Path(sys.executable).parent / "mpiexec"
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("mpiexec")
+    if not found:
+        raise RuntimeError("no mpiexec found: install the mpich wheel (pip install mpich)")
+    return [found]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment minus the MPI runtime's own variables (a fresh job starts clean)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PMI_", "PMIX_", "OMPI_COMM", "OMPI_MCA_orte", "HYDRA_",
+                                "MPI_LOCALNRANKS", "MPI_LOCALRANKID"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+def run(n: int, args: list[str], timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+    """Run ``mpiexec -n n python args...``; a job past ``timeout`` is killed and fails."""
+    cmd = [*mpiexec(), "-n", str(n), sys.executable, *args]
+    return subprocess.run(cmd, cwd=ROOT, env=clean_env(**env), capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def _flavour() -> str:
+    out = subprocess.run([*mpiexec(), "--version"], capture_output=True, text=True,
+                         timeout=30, check=False).stdout
+    if "HYDRA" in out:
+        return "hydra"
+    if "Open MPI" in out or "OpenRTE" in out or "PRRTE" in out or "prterun" in out:
+        return "openmpi"
+    return "other"
+
+
+def run_per_rank(n: int, args: list[str], timeout: float = 120,
+                 **env: str) -> tuple[subprocess.CompletedProcess, dict[int, str]]:
+    """Like :func:`run`, plus each rank's own stdout, uninterleaved (one file per rank)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        flavour = _flavour()
+        if flavour == "hydra":
+            flags = ["-outfile-pattern", f"{tmp}/out.%r"]
+        elif flavour == "openmpi":
+            flags = ["--output-filename", tmp]
+        else:
+            raise RuntimeError("per-rank output needs MPICH's or Open MPI's mpiexec")
+        cmd = [*mpiexec(), *flags, "-n", str(n), sys.executable, *args]
+        p = subprocess.run(cmd, cwd=ROOT, env=clean_env(**env), capture_output=True,
+                           text=True, timeout=timeout, check=False)
+        out = {}
+        for path in Path(tmp).rglob("*"):
+            m = re.search(r"out\.(\d+)$|rank\.(\d+)/stdout$", path.as_posix())
+            if m and path.is_file():
+                out[int(m.group(1) or m.group(2))] = path.read_text()
+    return p, out

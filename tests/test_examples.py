@@ -1,0 +1,60 @@
+"""The seed examples under mpiexec -n 4, checked against their documented output."""
+
+from __future__ import annotations
+
+import pytest
+from _launch import run_per_rank
+
+pytestmark = pytest.mark.spawn
+
+
+def _line(text: str, prefix: str) -> str:
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix):]
+    raise AssertionError(f"no line starting with {prefix!r} in:\n{text}")
+
+
+def test_seed_000_all_to_all():
+    p, out = run_per_rank(4, ["examples/seed_000_all_to_all.py"])
+    assert p.returncode == 0, p.stderr
+    documented_even = {
+        0: "[tensor([0]), tensor([4]), tensor([8]), tensor([12])]",
+        1: "[tensor([1]), tensor([5]), tensor([9]), tensor([13])]",
+        2: "[tensor([2]), tensor([6]), tensor([10]), tensor([14])]",
+        3: "[tensor([3]), tensor([7]), tensor([11]), tensor([15])]",
+    }
+    documented_uneven = {
+        0: "[tensor([0, 1]), tensor([10, 11, 12]), tensor([20, 21]), tensor([30, 31])]",
+        1: "[tensor([2, 3]), tensor([13, 14]), tensor([22]), tensor([32, 33])]",
+        2: "[tensor([4]), tensor([15, 16]), tensor([23]), tensor([34, 35])]",
+        3: "[tensor([5]), tensor([17, 18]), tensor([24]), tensor([36])]",
+    }
+    for r in range(4):
+        assert _line(out[r], f"even rank {r}: ") == documented_even[r]
+        assert _line(out[r], f"uneven rank {r}: ") == documented_uneven[r]
+        assert _line(out[r], f"complex-int64 rank {r}: ") == (
+            "ValueError: all_to_all: output_tensor_list and input_tensor_list must have the "
+            "same dtype: output_tensor_list is int64, input_tensor_list is complex64")
+        # documented: [1+1j], [5+5j], [9+9j], [13+13j] on rank 0, and so on
+        vals = [4 * j + r + 1 for j in range(4)]
+        assert _line(out[r], f"complex rank {r}: ") == (
+            "[" + ", ".join(f"tensor([{v}.+{v}.j])" for v in vals) + "]")
+
+
+def test_seed_001_reduce_scatter():
+    p, out = run_per_rank(4, ["examples/seed_001_reduce_scatter.py"])
+    assert p.returncode == 0, p.stderr
+    for r in range(4):
+        assert f"rank is {r}" in out[r]
+        assert f", Rank  {r} , output is:  tensor({4 * r})" in out[r]
+
+
+def test_seed_003_all_gather_into_tensor():
+    p, out = run_per_rank(4, ["examples/seed_003_all_gather_into_tensor.py"])
+    assert p.returncode == 0, p.stderr
+    documented = ("tensor([[0., 0.],\n        [1., 1.],\n        [2., 2.],\n"
+                  "        [3., 3.]])")
+    for r in range(4):
+        assert f"进程 {r} 的本地张量: tensor([{r}., {r}.])" in out[r]
+        assert f"进程 {r} 的聚合结果: {documented}" in out[r]

@@ -1,0 +1,21 @@
+"""A rank that fails ends the whole job promptly, with its traceback visible."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from _launch import run
+
+pytestmark = pytest.mark.spawn
+
+
+def test_uncaught_exception_on_one_rank_aborts_the_job():
+    start = time.monotonic()
+    p = run(3, ["tests/scripts/raise_on_one_rank.py"], timeout=60)
+    elapsed = time.monotonic() - start
+    assert p.returncode != 0
+    assert "RuntimeError: boom on rank 1" in p.stderr
+    assert "uncaught exception on rank 1; aborting the job" in p.stderr
+    assert "unreachable" not in p.stdout
+    assert elapsed < 30, f"job took {elapsed:.1f} s to end"
