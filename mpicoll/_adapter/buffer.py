@@ -7,7 +7,6 @@ from typing import Any, Callable
 import numpy as np
 
 from . import detect
-from .dtypes import carrier_for
 
 
 class Buffer:
@@ -72,6 +71,41 @@ def _overlapping_strides(view: np.ndarray) -> bool:
     return any(s == 0 and n > 1 for s, n in zip(view.strides, view.shape))
 
 
+View = tuple[np.ndarray, str, "Callable[[np.ndarray], None] | None"]
+
+
+def _numpy_view(x: Any, writable: bool, op: str, name: str) -> View:
+    return x, _NAMES.get(x.dtype) or _name(x.dtype), None
+
+
+def _numpy_subclass_view(x: Any, writable: bool, op: str, name: str) -> View:
+    view = np.asarray(x)
+    return view, _name(view.dtype), None
+
+
+def _dlpack_view(x: Any, writable: bool, op: str, name: str) -> View:
+    view = _from_dlpack(x, op, name)
+    return view, _name(view.dtype), None
+
+
+# Exact type -> how to view it; filled as types are first seen, so the per-call
+# cost is one dict lookup (frameworks are detected without being imported).
+_HANDLERS: dict[type, Callable[[Any, bool, str, str], View]] = {np.ndarray: _numpy_view}
+
+
+def _handler(x: Any, op: str, name: str) -> Callable[[Any, bool, str, str], View]:
+    if detect.is_torch_tensor(x):
+        h = _load("torch").view_of
+    elif detect.is_numpy_array(x):
+        h = _numpy_subclass_view
+    elif hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        h = _dlpack_view
+    else:
+        raise TypeError(f"{op}: {name} of type {type(x).__name__} is not a supported tensor type")
+    _HANDLERS[type(x)] = h
+    return h
+
+
 def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tensor") -> Buffer:
     """Turn a tensor of any supported framework into a :class:`Buffer`.
 
@@ -81,35 +115,41 @@ def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tens
         op: collective name for error messages.
         name: argument name for error messages.
     """
-    if type(x) is np.ndarray:
-        view, dtype, wb = x, x.dtype.name, None
-    elif detect.is_torch_tensor(x):
-        from .frameworks import torch as _torch
-
-        view, dtype = _torch.host_view(x, op, name)
-        wb = None
-        if writable and _torch.needs_torch_writeback(x):
-            def wb(result: np.ndarray, t: Any = x) -> None:
-                _torch.writeback(t, result)
-    elif detect.is_numpy_array(x):
-        view, dtype, wb = np.asarray(x), x.dtype.name, None
-    elif hasattr(x, "__dlpack__"):
-        view, dtype, wb = _from_dlpack(x, op, name), "", None
-        dtype = view.dtype.name
-    else:
-        raise TypeError(f"{op}: {name} of type {type(x).__name__} is not a supported tensor type")
-    if view.dtype.kind == "V" or view.dtype.hasobject:
-        raise TypeError(f"{op}: {name} has unsupported dtype {view.dtype}")
-    if view.dtype == np.bool_:
+    view, dtype, wb = (_HANDLERS.get(type(x)) or _handler(x, op, name))(x, writable, op, name)
+    if dtype == "bool":
         view = view.view(np.uint8)
     if writable:
-        if not view.flags.writeable:
+        flags = view.flags
+        if not flags.writeable:
             raise BufferError(f"{op}: {name} is read-only and cannot receive data")
-        if view.size > 1 and _overlapping_strides(view):
+        if not flags.c_contiguous and view.size > 1 and _overlapping_strides(view):
             raise BufferError(
                 f"{op}: {name} has overlapping memory (a stride of 0, e.g. from expand) "
                 "and cannot receive data")
     return Buffer(x, view, dtype, wb)
+
+
+_NAMES: dict[np.dtype, str] = {}
+_frameworks: dict[str, Any] = {}
+
+
+def _load(framework: str) -> Any:
+    """Import mpicoll's hooks for a framework (only once a tensor of it shows up)."""
+    import importlib
+
+    mod = importlib.import_module(f".frameworks.{framework}", __package__)
+    _frameworks[framework] = mod
+    return mod
+
+
+def _name(dt: np.dtype) -> str:
+    """The logical dtype name of a numpy dtype (cached: ``dtype.name`` costs ~2 us)."""
+    name = _NAMES.get(dt)
+    if name is None:
+        if dt.kind in "OVSUMm" or dt.hasobject:
+            raise TypeError(f"unsupported dtype {dt}")
+        name = _NAMES[dt] = dt.name
+    return name
 
 
 def _from_dlpack(x: Any, op: str, name: str) -> np.ndarray:
@@ -124,8 +164,3 @@ def _from_dlpack(x: Any, op: str, name: str) -> np.ndarray:
     except (BufferError, TypeError, RuntimeError) as e:
         raise TypeError(f"{op}: {name} of type {type(x).__name__} cannot be read "
                         f"through DLPack: {e}") from e
-
-
-def carrier_dtype(itemsize: int) -> np.dtype:
-    """Re-export for callers that allocate temporaries of exotic dtypes."""
-    return carrier_for(itemsize)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from itertools import accumulate
 
 import numpy as np
+from mpi4py import MPI
 from numpy.lib.stride_tricks import as_strided
 
 from .._adapter import Buffer
@@ -16,7 +17,7 @@ def displs(counts: list[int]) -> list[int]:
 
 
 def _ptr(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
+    return MPI.buffer(a).address  # 0.15 us, where a.ctypes.data costs 1 us
 
 
 def joined(bufs: list[Buffer]) -> np.ndarray | None:

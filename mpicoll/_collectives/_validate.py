@@ -5,6 +5,7 @@ Messages read ``"<op>: <argument> <problem>: expected <x>, got <y>"``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,7 @@ def row_elems(op: str, b: Buffer, name: str) -> int:
     """Elements per index of dim 0."""
     if not b.shape:
         raise ValueError(f"{op}: {name} must have at least one dimension, got a 0-d tensor")
-    return int(np.prod(b.shape[1:], dtype=np.int64))
+    return math.prod(b.shape[1:])
 
 
 def tensor_list(op: str, xs: Any, n: int | None, name: str, *, writable: bool) -> list[Buffer]:

@@ -97,8 +97,20 @@ def _plan(dtype: str, rop: ReduceOp, opname: str) -> tuple[Any, bool, bool]:
     return mpi_op, kind == "lowp", rop == ReduceOp.AVG
 
 
+_FAST: dict[tuple[str, Any], Plan] = {}
+
+
 def plan(dtype: str, op: Any, opname: str) -> Plan:
     """Decide how to reduce ``dtype`` with ``op``; raises ValueError if invalid."""
+    if type(op) is ReduceOp:
+        hit = _FAST.get((dtype, op))
+        if hit is None:
+            if op == ReduceOp.PREMUL_SUM:
+                raise ValueError(f"{opname}: op PREMUL_SUM needs a factor: "
+                                 "use ReduceOp.premul_sum(factor)")
+            mpi_op, widen, average = _plan(dtype, op, opname)
+            hit = _FAST[(dtype, op)] = Plan(mpi_op, widen, None, average)
+        return hit
     rop, factor = as_reduce_op(op, opname)
     if rop == ReduceOp.PREMUL_SUM:
         if factor is None:

@@ -14,6 +14,7 @@ _NUMPY_NATIVE = {
     torch.uint16, torch.uint32, torch.uint64, torch.float16, torch.float32,
     torch.float64, torch.complex64, torch.complex128,
 }
+_NAMES = {dt: str(dt)[6:] for dt in _NUMPY_NATIVE}
 _VIEW_AS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
@@ -22,29 +23,30 @@ def dtype_name(t: torch.Tensor) -> str:
     return str(t.dtype)[6:]
 
 
-def host_view(t: torch.Tensor, op: str, name: str) -> tuple[np.ndarray, str]:
-    """A numpy view of ``t``'s own memory (any strides) and its logical dtype."""
-    if t.device.type != "cpu":
+def view_of(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[np.ndarray, str, Any]:
+    """A numpy view of ``t``'s own memory (any strides), its dtype name, and a
+    write-back hook for outputs whose memory the view cannot reach."""
+    if not t.is_cpu:
         raise ValueError(
             f"{op}: {name} is on device {t.device}; only CPU torch tensors are "
             "supported by this build of mpicoll")
     if t.requires_grad:
         t = t.detach()
+    wb = None
     if t.is_conj() or t.is_neg():
+        # lazily conjugated/negated views: MPI must see the resolved values
+        if writable:
+            def wb(result: np.ndarray, target: torch.Tensor = t) -> None:
+                writeback(target, result)
         t = t.resolve_conj().resolve_neg()
-    dt = t.dtype
-    if dt in _NUMPY_NATIVE:
-        return t.numpy(), str(dt)[6:]
-    if t.is_sparse or t.layout != torch.strided:
+    name_ = _NAMES.get(t.dtype)
+    if name_ is not None:
+        return t.numpy(), name_, wb
+    if t.layout != torch.strided:
         raise TypeError(f"{op}: {name} has layout {t.layout}; only dense tensors are supported")
     size = t.element_size()
     carrier = carrier_for(size)
-    return t.view(_VIEW_AS[size]).numpy().view(carrier), str(dt)[6:]
-
-
-def needs_torch_writeback(t: torch.Tensor) -> bool:
-    """Whether writing into ``host_view(t)`` would not reach ``t`` (conj/neg views)."""
-    return t.is_conj() or t.is_neg()
+    return t.view(_VIEW_AS[size]).numpy().view(carrier), str(t.dtype)[6:], wb
 
 
 def writeback(t: torch.Tensor, result: np.ndarray) -> None:
