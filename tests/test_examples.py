@@ -58,3 +58,27 @@ def test_seed_003_all_gather_into_tensor():
     for r in range(4):
         assert f"进程 {r} 的本地张量: tensor([{r}., {r}.])" in out[r]
         assert f"进程 {r} 的聚合结果: {documented}" in out[r]
+
+
+def test_ddp_train_example():
+    p, out = run_per_rank(4, ["examples/ddp_train.py"], timeout=300)
+    assert p.returncode == 0, p.stderr
+    checksums = set()
+    for r in range(4):
+        line = _line(out[r], f"rank {r}/4: final loss ")
+        loss, checksum = float(line.split()[0]), line.split("checksum ")[1]
+        assert loss < 0.1  # it learned the linear map
+        checksums.add(checksum)
+    assert len(checksums) == 1  # identical parameters on every rank
+
+
+def test_torch_backend_world_size_disagreeing_with_mpi():
+    import subprocess
+    import sys
+
+    from _launch import ROOT, clean_env
+
+    p = subprocess.run([sys.executable, "tests/scripts/torch_world_mismatch.py"], cwd=ROOT,
+                       env=clean_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode == 0, p.stderr
+    assert "torch was given world_size=2, rank=0, but MPI has world size 1" in p.stdout

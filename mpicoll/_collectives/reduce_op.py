@@ -62,10 +62,11 @@ def as_reduce_op(op: Any, opname: str) -> tuple[ReduceOp, Any]:
         return ReduceOp.PREMUL_SUM, op.factor
     if isinstance(op, ReduceOp):
         return op, None
-    factor = getattr(op, "factor", None) if hasattr(op, "op") else None
     inner = getattr(op, "op", op)  # torch.distributed.ReduceOp instance -> RedOpType
     name = getattr(inner, "name", None)
     if isinstance(name, str) and name in ReduceOp.__members__:
+        # torch raises on .factor for anything but PREMUL_SUM
+        factor = getattr(op, "factor", None) if name == "PREMUL_SUM" and inner is not op else None
         return ReduceOp[name], factor
     if type(inner) is int and 0 <= inner <= 8:
         return ReduceOp(inner), None

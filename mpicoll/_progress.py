@@ -1,0 +1,73 @@
+"""A background thread that completes pending Works, so futures finish on their own.
+
+MPI progresses nonblocking operations only inside MPI calls. A caller that
+waits on a future (DDP's Reducer does) needs someone to make those calls: this
+thread tests the pending requests with a short back-off and runs each Work's
+completion callback. ``claim`` hands a Work back to a thread that wants to
+block on it, so no request is ever waited on by two threads at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from ._work import Work
+
+
+class _Engine:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._pending: dict[Work, Callable[[Work], None]] = {}
+        self._thread: threading.Thread | None = None
+
+    def watch(self, work: Work, callback: Callable[[Work], None]) -> None:
+        """Run ``callback(work)`` from the progress thread once ``work`` completes."""
+        with self._lock:
+            self._pending[work] = callback
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="mpicoll-progress",
+                                                daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    def claim(self, work: Work) -> Callable[[Work], None] | None:
+        """Take ``work`` back from the thread; returns its callback if it was pending."""
+        with self._lock:
+            return self._pending.pop(work, None)
+
+    def _run(self) -> None:
+        delay = 2e-5
+        while True:
+            finished: list[tuple[Work, Callable[[Work], None]]] = []
+            with self._lock:
+                while not self._pending:
+                    self._wake.wait()
+                    delay = 2e-5
+                for work in list(self._pending):
+                    if work.is_completed():
+                        finished.append((work, self._pending.pop(work)))
+            for work, callback in finished:
+                try:
+                    callback(work)
+                except Exception:  # noqa: BLE001 - a callback must not kill the thread
+                    import traceback
+
+                    traceback.print_exc()
+            if finished:
+                delay = 2e-5
+            else:
+                time.sleep(delay)
+                delay = min(delay * 2, 5e-4)
+
+
+engine = _Engine()
+
+
+def wait_claimed(work: Work, timeout: Any = None) -> Callable[[Work], None] | None:
+    """Block on ``work`` in this thread; returns the callback still owed, if any."""
+    callback = engine.claim(work)
+    work.wait(timeout)
+    return callback

@@ -1,0 +1,119 @@
+"""torch.distributed backend "mpicoll": importing this module registers it.
+
+Under ``mpiexec -n N``::
+
+    import torch.distributed as dist
+    import mpicoll.torch  # noqa: F401  (import it on every rank)
+
+    dist.init_process_group("mpicoll")   # rank and world size come from MPI
+
+Importing fills in ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and
+``MASTER_PORT`` from MPI where they are unset (rank 0 picks a free port and
+broadcasts it), so torch's default ``env://`` rendezvous finds its store with no
+user setup. ``init_method="mpi://"`` does the same without the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import zlib
+from datetime import timedelta
+from typing import Any
+
+import torch.distributed as dist
+import torch.distributed.rendezvous  # noqa: F401  (the module; dist.rendezvous is a function)
+
+from .._group import ProcessGroup as _Group
+from .._runtime import mpi
+from ._backend import MpicollProcessGroup
+
+__all__ = ["MpicollProcessGroup", "init_process_group"]
+
+_world: _Group | None = None
+
+
+def _world_group() -> _Group:
+    """The backend's own duplicate of COMM_WORLD (kept apart from mpicoll's WORLD)."""
+    global _world
+    if _world is None or _world.comm is None:
+        world = mpi().COMM_WORLD
+        _world = _Group(world.Dup(), list(range(world.Get_size())), name="torch-world")
+    return _world
+
+
+def _create(dist_opts: Any, backend_opts: Any) -> MpicollProcessGroup:
+    world = _world_group()
+    ranks = list(dist_opts.global_ranks_in_group)
+    if not ranks:  # the default group
+        if dist_opts.group_size != world.size() or dist_opts.group_rank != world.rank():
+            raise ValueError(
+                f"mpicoll backend: torch was given world_size={dist_opts.group_size}, "
+                f"rank={dist_opts.group_rank}, but MPI has world size {world.size()} and "
+                f"rank {world.rank()}: launch with `mpiexec -n {dist_opts.group_size}` and "
+                "leave rank/world_size to MPI")
+        comm, ranks = world.comm.Dup(), list(range(world.size()))
+    else:
+        parent = world.comm.Get_group()
+        sub = parent.Incl(ranks)
+        tag = zlib.crc32(repr(ranks).encode()) % 32768
+        comm = world.comm.Create_group(sub, tag=tag)
+        sub.Free()
+        parent.Free()
+    group = _Group(comm, ranks, name=str(dist_opts.group_id), timeout=dist_opts.timeout)
+    if group.rank() != dist_opts.group_rank or group.size() != dist_opts.group_size:
+        raise ValueError(f"mpicoll backend: group rank/size {group.rank()}/{group.size()} "
+                         f"disagree with torch's {dist_opts.group_rank}/{dist_opts.group_size}")
+    return MpicollProcessGroup(group, dist_opts.store)
+
+
+def _master() -> tuple[str, int]:
+    """Rank 0's address and a free port on it, known to every rank (one bcast)."""
+    comm = mpi().COMM_WORLD
+    host = socket.gethostname()
+    hosts = comm.allgather(host)
+    addr, port = "", 0
+    if comm.Get_rank() == 0:
+        addr = os.environ.get("MPICOLL_MASTER_ADDR") or (
+            "127.0.0.1" if len(set(hosts)) == 1 else socket.gethostbyname(host))
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port = s.getsockname()[1]
+    return comm.bcast((addr, port), root=0)
+
+
+def _mpi_rendezvous(url: str, timeout: timedelta = timedelta(minutes=5), **kwargs: Any):
+    comm = mpi().COMM_WORLD
+    addr, port = _master()
+    store = dist.TCPStore(addr, port, comm.Get_size(), comm.Get_rank() == 0, timeout,
+                          wait_for_workers=False)
+    yield store, comm.Get_rank(), comm.Get_size()
+    raise RuntimeError("mpi:// rendezvous is single-use")
+
+
+def _export_env() -> None:
+    wanted = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    if all(k in os.environ for k in wanted):
+        return
+    MPI = mpi()
+    comm = MPI.COMM_WORLD
+    addr, port = _master()
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    os.environ.setdefault("RANK", str(comm.Get_rank()))
+    os.environ.setdefault("WORLD_SIZE", str(comm.Get_size()))
+    os.environ.setdefault("LOCAL_RANK", str(local.Get_rank()))
+    os.environ.setdefault("LOCAL_WORLD_SIZE", str(local.Get_size()))
+    os.environ.setdefault("MASTER_ADDR", addr)
+    os.environ.setdefault("MASTER_PORT", str(port))
+    local.Free()
+
+
+def init_process_group(**kwargs: Any) -> None:
+    """``torch.distributed.init_process_group("mpicoll", **kwargs)``."""
+    dist.init_process_group("mpicoll", **kwargs)
+
+
+dist.Backend.register_backend("mpicoll", _create, extended_api=True, devices=["cpu"])
+sys.modules["torch.distributed.rendezvous"].register_rendezvous_handler("mpi", _mpi_rendezvous)
+_export_env()

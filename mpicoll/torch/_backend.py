@@ -1,0 +1,223 @@
+"""The "mpicoll" torch.distributed backend: a Python ProcessGroup over mpicoll.
+
+Every method translates torch's (tensors, options) calling convention into one
+mpicoll collective on this group's communicator, so there is one implementation
+of the semantics. Method names are the ones torch 2.13 calls (see
+``shared/notes/torch-backend.md``); the legacy names are aliases.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+import mpicoll
+
+from .._group import ProcessGroup as _Group
+from ._work import CompletedWork, TorchWork
+
+_DONE = CompletedWork()
+_OPS = list(mpicoll.ReduceOp)  # torch's RedOpType values index mpicoll's ReduceOp
+
+
+def _tensors(x: Any) -> list[Any]:
+    return [x] if isinstance(x, torch.Tensor) else list(x)
+
+
+def _async(opts: Any) -> bool:
+    return bool(getattr(opts, "asyncOp", True))
+
+
+def _op(opts: Any) -> Any:
+    """The ReduceOp carried by options, a bare ReduceOp/RedOpType, or SUM."""
+    if opts is None:
+        return mpicoll.ReduceOp.SUM
+    op = getattr(opts, "reduceOp", opts)
+    kind = int(getattr(op, "op", op))  # torch ReduceOp -> RedOpType -> int, as mpicoll's
+    if kind == 8:  # PREMUL_SUM carries its factor
+        return mpicoll.ReduceOp.premul_sum(op.factor)
+    return _OPS[kind]
+
+
+class MpicollProcessGroup(dist.ProcessGroup):
+    """torch.distributed ProcessGroup whose collectives run over MPI via mpicoll."""
+
+    def __init__(self, group: _Group, store: Any = None) -> None:
+        super().__init__(group.rank(), group.size())
+        self._group = group
+        self._store = store
+        self._name = ""
+        self._desc = ""
+
+    # -- metadata ------------------------------------------------------------------
+
+    def getBackendName(self) -> str:  # noqa: N802 - torch's name
+        return "mpicoll"
+
+    def setGroupName(self, name: str) -> None:  # noqa: N802
+        self._name = name
+
+    def getGroupName(self) -> str:  # noqa: N802
+        return self._name
+
+    @property
+    def group_name(self) -> str:
+        return self._name
+
+    def setGroupDesc(self, desc: str) -> None:  # noqa: N802
+        self._desc = desc
+
+    def getGroupDesc(self) -> str:  # noqa: N802
+        return self._desc
+
+    @property
+    def group_desc(self) -> str:
+        return self._desc
+
+    @property
+    def comm(self) -> Any:
+        """The group's (duplicated) mpi4py communicator."""
+        return self._group.comm
+
+    def _run(self, calls: list[tuple[Any, tuple, dict]], outputs: list[Any], opts: Any,
+             ranks: bool = False) -> Any:
+        if not _async(opts):
+            for fn, args, kw in calls:
+                fn(*args, group=self._group, **kw)
+            return _DONE
+        works = [fn(*args, group=self._group, async_op=True, **kw) for fn, args, kw in calls]
+        return TorchWork([w for w in works if w is not None], outputs,
+                         self._group.ranks if ranks else None)
+
+    # -- collectives ---------------------------------------------------------------
+
+    def allreduce(self, tensors: Any, opts: Any = None) -> Any:
+        ts = _tensors(tensors)
+        op = _op(opts)
+        return self._run([(mpicoll.all_reduce, (t, op), {}) for t in ts], ts, opts)
+
+    def allreduce_coalesced(self, tensors: Any, opts: Any = None) -> Any:
+        return self.allreduce(tensors, opts)
+
+    def broadcast(self, tensors: Any, opts: Any = None) -> Any:
+        ts = _tensors(tensors)
+        root = opts if isinstance(opts, int) else (opts.rootRank if opts is not None else 0)
+        return self._run([(mpicoll.broadcast, (t,), {"group_src": root}) for t in ts], ts,
+                         None if isinstance(opts, int) else opts)
+
+    def reduce(self, tensors: Any, opts: Any = None, op: Any = None) -> Any:
+        ts = _tensors(tensors)
+        if isinstance(opts, int):  # pg.reduce(tensor, root, op)
+            root, rop, opts = opts, (op if op is not None else mpicoll.ReduceOp.SUM), None
+        else:
+            root, rop = (opts.rootRank if opts is not None else 0), _op(opts)
+        return self._run([(mpicoll.reduce, (t,), {"group_dst": root, "op": rop}) for t in ts],
+                         ts, opts)
+
+    def allgather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
+        ins = _tensors(input_tensors)
+        outs = [output_tensors] if isinstance(input_tensors, torch.Tensor) else output_tensors
+        calls = [(mpicoll.all_gather, (list(o), i), {}) for o, i in zip(outs, ins)]
+        return self._run(calls, list(outs), opts)
+
+    def all_gather_single(self, output: Any, input: Any, opts: Any = None) -> Any:
+        return self._run([(mpicoll.all_gather_into_tensor, (output, input), {})], [output], opts)
+
+    _allgather_base = all_gather_single
+
+    def allgather_coalesced(self, output_lists: Any, input_list: Any, opts: Any = None) -> Any:
+        # output_lists[rank][tensor]: transpose into one all_gather per input tensor
+        calls = [(mpicoll.all_gather, ([per_rank[i] for per_rank in output_lists], t), {})
+                 for i, t in enumerate(input_list)]
+        return self._run(calls, list(output_lists), opts)
+
+    def all_gather_single_coalesced(self, outputs: Any, inputs: Any, opts: Any = None) -> Any:
+        calls = [(mpicoll.all_gather_into_tensor, (o, i), {}) for o, i in zip(outputs, inputs)]
+        return self._run(calls, list(outputs), opts)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+
+    def gather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
+        ins = _tensors(input_tensors)
+        root = opts.rootRank if opts is not None else 0
+        outs = output_tensors if self._group.rank() == root else [None] * len(ins)
+        calls = [(mpicoll.gather, (i, list(o) if o is not None else None),
+                  {"group_dst": root}) for o, i in zip(outs, ins)]
+        return self._run(calls, list(output_tensors), opts)
+
+    def scatter(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
+        outs = _tensors(output_tensors)
+        root = opts.rootRank if opts is not None else 0
+        ins = input_tensors if self._group.rank() == root else [None] * len(outs)
+        calls = [(mpicoll.scatter, (o, list(i) if i is not None else None),
+                  {"group_src": root}) for o, i in zip(outs, ins)]
+        return self._run(calls, outs, opts)
+
+    def reduce_scatter(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
+        outs = _tensors(output_tensors)
+        ins = [input_tensors] if isinstance(output_tensors, torch.Tensor) else input_tensors
+        op = _op(opts)
+        calls = [(mpicoll.reduce_scatter, (o, list(i), op), {}) for o, i in zip(outs, ins)]
+        return self._run(calls, outs, opts)
+
+    def reduce_scatter_single(self, output: Any, input: Any, opts: Any = None) -> Any:
+        return self._run([(mpicoll.reduce_scatter_tensor, (output, input, _op(opts)), {})],
+                         [output], opts)
+
+    _reduce_scatter_base = reduce_scatter_single
+
+    def reduce_scatter_single_coalesced(self, outputs: Any, inputs: Any, opts: Any = None) -> Any:
+        op = _op(opts)
+        calls = [(mpicoll.reduce_scatter_tensor, (o, i, op), {}) for o, i in zip(outputs, inputs)]
+        return self._run(calls, list(outputs), opts)
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+
+    def all_to_all_single(self, output: Any, input: Any, output_split_sizes: Any = None,
+                          input_split_sizes: Any = None, opts: Any = None) -> Any:
+        call = (mpicoll.all_to_all_single,
+                (output, input, list(output_split_sizes or []) or None,
+                 list(input_split_sizes or []) or None), {})
+        return self._run([call], [output], opts)
+
+    alltoall_base = all_to_all_single
+
+    def alltoall(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
+        return self._run([(mpicoll.all_to_all, (list(output_tensors), list(input_tensors)), {})],
+                         list(output_tensors), opts)
+
+    def barrier(self, opts: Any = None) -> Any:
+        return self._run([(mpicoll.barrier, (), {})], [], opts)
+
+    def monitored_barrier(self, timeout: Any = None, wait_all_ranks: bool = False) -> None:
+        mpicoll.monitored_barrier(self._group, timeout, wait_all_ranks)
+
+    # -- point to point (always nonblocking: a blocking Send could deadlock pairs) --
+
+    def send(self, tensors: Any, dstRank: int, tag: int = 0) -> Any:  # noqa: N803
+        ts = _tensors(tensors)
+        works = [mpicoll.isend(t, group=self._group, tag=tag, group_dst=dstRank) for t in ts]
+        return TorchWork(works, ts)
+
+    def recv(self, tensors: Any, srcRank: int, tag: int = 0) -> Any:  # noqa: N803
+        ts = _tensors(tensors)
+        works = [mpicoll.irecv(t, group=self._group, tag=tag, group_src=srcRank) for t in ts]
+        return TorchWork(works, ts, self._group.ranks)
+
+    def recv_anysource(self, tensors: Any, tag: int = 0) -> Any:
+        ts = _tensors(tensors)
+        works = [mpicoll.irecv(t, group=self._group, tag=tag) for t in ts]
+        return TorchWork(works, ts, self._group.ranks)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        if self._group.comm is not None:
+            mpicoll.destroy_process_group(self._group)
+
+    def abort(self) -> None:
+        from mpi4py import MPI
+
+        MPI.COMM_WORLD.Abort(1)

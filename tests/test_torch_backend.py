@@ -1,0 +1,255 @@
+"""torch.distributed with the "mpicoll" backend: every call, async futures, DDP."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as tdist  # noqa: E402
+
+import mpicoll.torch  # noqa: E402, F401  (registers the backend)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pg():
+    tdist.init_process_group("mpicoll")
+    yield tdist.group.WORLD
+    tdist.destroy_process_group()
+
+
+def test_backend_identity(rank, size):
+    assert tdist.get_backend() == "mpicoll"
+    assert tdist.get_rank() == rank and tdist.get_world_size() == size
+    assert not tdist.is_mpi_available() or True  # stock wheels lack MPI; we do not need it
+
+
+@pytest.mark.parametrize("op", ["SUM", "AVG", "PRODUCT", "MIN", "MAX"])
+def test_all_reduce_float_ops(op, rank, size):
+    t = torch.arange(4, dtype=torch.float64) + rank + 1
+    tdist.all_reduce(t, op=getattr(tdist.ReduceOp, op))
+    xs = np.stack([np.arange(4.0) + r + 1 for r in range(size)])
+    ref = {"SUM": xs.sum(0), "AVG": xs.mean(0), "PRODUCT": xs.prod(0), "MIN": xs.min(0),
+           "MAX": xs.max(0)}[op]
+    np.testing.assert_allclose(t.numpy(), ref)
+
+
+@pytest.mark.parametrize("op", ["BAND", "BOR", "BXOR"])
+def test_all_reduce_bitwise(op, rank, size):
+    t = torch.tensor([rank + 1, 7, 1 << rank], dtype=torch.int32)
+    tdist.all_reduce(t, op=getattr(tdist.ReduceOp, op))
+    xs = np.array([[r + 1, 7, 1 << r] for r in range(size)], np.int32)
+    ref = {"BAND": np.bitwise_and, "BOR": np.bitwise_or, "BXOR": np.bitwise_xor}[op].reduce(xs)
+    np.testing.assert_array_equal(t.numpy(), ref)
+
+
+def test_all_reduce_premul_sum_and_bf16(rank, size):
+    t = torch.full((3,), float(rank + 1))
+    tdist.all_reduce(t, op=tdist._make_nccl_premul_sum(0.5))
+    assert t.tolist() == [0.5 * size * (size + 1) / 2] * 3
+    b = torch.full((5,), 1.5, dtype=torch.bfloat16)
+    tdist.all_reduce(b)
+    assert b.float().tolist() == [1.5 * size] * 5
+
+
+def test_async_wait_and_future_then(rank, size):
+    t = torch.ones(8) * rank
+    work = tdist.all_reduce(t, async_op=True)
+    fut = work.get_future().then(lambda f: f.value()[0] * 2)
+    assert fut.wait().tolist() == [size * (size - 1)] * 8  # 2 * sum(ranks)
+    assert work.wait() and work.is_completed()
+    assert t.tolist() == [size * (size - 1) / 2] * 8
+
+
+def test_broadcast_reduce(rank, size):
+    t = torch.full((2, 2), float(rank))
+    tdist.broadcast(t, src=size - 1)
+    assert (t == size - 1).all()
+    r = torch.tensor([float(rank)])
+    tdist.reduce(r, dst=0, op=tdist.ReduceOp.MAX)
+    if rank == 0:
+        assert r.item() == size - 1
+
+
+def test_all_gather_even_uneven_and_into_tensor(rank, size):
+    outs = [torch.zeros(2) for _ in range(size)]
+    tdist.all_gather(outs, torch.tensor([rank, -rank], dtype=torch.float32))
+    assert [o.tolist() for o in outs] == [[r, -r] for r in range(size)]
+    uneven = [torch.zeros(r + 1, dtype=torch.int64) for r in range(size)]
+    tdist.all_gather(uneven, torch.full((rank + 1,), rank))
+    assert [u.tolist() for u in uneven] == [[r] * (r + 1) for r in range(size)]
+    stacked = torch.empty(size, 2)
+    tdist.all_gather_into_tensor(stacked, torch.tensor([rank, 1.0]))
+    assert stacked.tolist() == [[r, 1.0] for r in range(size)]
+
+
+def test_gather_scatter(rank, size):
+    gl = [torch.zeros(1) for _ in range(size)] if rank == 0 else None
+    tdist.gather(torch.tensor([rank * 3.0]), gl, dst=0)
+    if rank == 0:
+        assert [g.item() for g in gl] == [r * 3.0 for r in range(size)]
+    out = torch.zeros(2)
+    sl = [torch.full((2,), float(r)) for r in range(size)] if rank == 0 else None
+    tdist.scatter(out, sl, src=0)
+    assert out.tolist() == [float(rank)] * 2
+
+
+def test_reduce_scatter_list_and_tensor(rank, size):
+    out = torch.zeros(2)
+    tdist.reduce_scatter(out, [torch.full((2,), float(r + rank)) for r in range(size)])
+    assert out.tolist() == [float(sum(rank + r for r in range(size)))] * 2
+    out2 = torch.zeros(3)
+    tdist.reduce_scatter_tensor(out2, torch.arange(size * 3, dtype=torch.float32),
+                                op=tdist.ReduceOp.AVG)
+    assert out2.tolist() == list(map(float, range(rank * 3, rank * 3 + 3)))
+
+
+def test_all_to_all_single_uneven_and_list(rank, size):
+    # rank i sends j+1 rows to rank j (the seed's uneven exchange, generalised)
+    inp = torch.cat([torch.full((j + 1,), 100 * rank + j) for j in range(size)])
+    out = torch.empty((rank + 1) * size, dtype=inp.dtype)
+    tdist.all_to_all_single(out, inp, [rank + 1] * size, [j + 1 for j in range(size)])
+    assert out.tolist() == [100 * i + rank for i in range(size) for _ in range(rank + 1)]
+    outs = [torch.empty(1, dtype=torch.int64) for _ in range(size)]
+    tdist.all_to_all(outs, [torch.tensor([10 * rank + j]) for j in range(size)])
+    assert [o.item() for o in outs] == [10 * i + rank for i in range(size)]
+    w = tdist.all_to_all_single(out, inp, [rank + 1] * size, [j + 1 for j in range(size)],
+                                async_op=True)
+    w.wait()
+
+
+def test_barrier(rank, size):
+    tdist.barrier()
+    tdist.barrier(async_op=True).wait()
+
+
+@pytest.mark.mpi(min_size=2)
+def test_p2p_any_source_and_batch(rank, size):
+    if rank == 0:
+        got = set()
+        for _ in range(size - 1):
+            b = torch.zeros(1)
+            src = tdist.recv(b)
+            assert b.item() == src * 1.5
+            got.add(src)
+        assert got == set(range(1, size))
+    else:
+        tdist.send(torch.tensor([rank * 1.5]), dst=0)
+    tdist.barrier()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    buf = torch.zeros(3)
+    reqs = tdist.batch_isend_irecv([tdist.P2POp(tdist.isend, torch.full((3,), float(rank)),
+                                                right),
+                                    tdist.P2POp(tdist.irecv, buf, left)])
+    for r in reqs:
+        r.wait()
+    assert buf.tolist() == [float(left)] * 3
+    w = tdist.irecv(buf, src=left) if rank % 2 else tdist.isend(buf * 0 + rank, dst=right)
+    w2 = tdist.isend(buf * 0 + rank, dst=right) if rank % 2 else tdist.irecv(buf, src=left)
+    w.wait()
+    w2.wait()
+
+
+def test_object_collectives(rank, size):
+    out = [None] * size
+    tdist.all_gather_object(out, {"r": rank})
+    assert out == [{"r": r} for r in range(size)]
+    objs = [rank, "x"] if rank == 0 else [None, None]
+    tdist.broadcast_object_list(objs, src=0)
+    assert objs == [0, "x"]
+
+
+@pytest.mark.mpi(min_size=2)
+def test_new_group_and_subgroups(rank, size):
+    g = tdist.new_group([0, 1])
+    if rank < 2:
+        t = torch.tensor([float(rank + 1)])
+        tdist.all_reduce(t, group=g)
+        assert t.item() == 3.0
+        b = torch.tensor([float(rank)])
+        tdist.broadcast(b, src=1, group=g)
+        assert b.item() == 1.0
+    if size % 2 == 0:
+        cur, _ = tdist.new_subgroups(group_size=2)
+        t = torch.tensor([rank])
+        tdist.all_reduce(t, group=cur)
+        assert t.item() == 2 * (rank - rank % 2) + 1
+
+
+def test_functional_collectives(rank, size):
+    import torch.distributed._functional_collectives as fc
+
+    x = torch.full((size * 2,), float(rank))
+    assert fc.all_reduce(x, "sum", tdist.group.WORLD).tolist() == [float(sum(range(size)))] * (
+        size * 2)
+    g = fc.all_gather_tensor(torch.tensor([float(rank)]), 0, tdist.group.WORLD)
+    assert g.tolist() == [float(r) for r in range(size)]
+    rs = fc.reduce_scatter_tensor(torch.arange(size * 2, dtype=torch.float32), "sum", 0,
+                                  tdist.group.WORLD)
+    assert rs.tolist() == [float(size * v) for v in (2 * rank, 2 * rank + 1)]
+    a2a = fc.all_to_all_single(torch.arange(size, dtype=torch.float32) + 10 * rank, None, None,
+                               tdist.group.WORLD)
+    assert a2a.tolist() == [float(10 * i + rank) for i in range(size)]
+
+
+def _model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+
+
+def test_ddp_matches_single_process_training(rank, size):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    per_rank = 4
+    gen = torch.Generator().manual_seed(1234)
+    x = torch.randn(5, size * per_rank, 6, generator=gen)
+    y = torch.randn(5, size * per_rank, 3, generator=gen)
+
+    torch.manual_seed(rank)  # different local init: DDP must broadcast rank 0's
+    ddp = DDP(_model() if rank == 0 else torch.nn.Sequential(
+        torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)),
+        bucket_cap_mb=0.0001)  # tiny buckets: several all_reduces per step
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    ref = _model()
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    sl = slice(rank * per_rank, (rank + 1) * per_rank)
+    for step in range(5):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(ddp(x[step, sl]), y[step, sl]).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        torch.nn.functional.mse_loss(ref(x[step]), y[step]).backward()
+        ref_opt.step()
+    for p, q in zip(ddp.module.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    flat = torch.cat([p.detach().flatten() for p in ddp.module.parameters()])
+    everyone = [torch.empty_like(flat) for _ in range(size)]
+    tdist.all_gather(everyone, flat)
+    for other in everyone:
+        assert torch.equal(other, flat)  # bit-identical across ranks
+
+
+def test_ddp_no_sync_and_unused_parameters(rank, size):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used = torch.nn.Linear(4, 2)
+            self.unused = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.used(x)
+
+    torch.manual_seed(0)
+    ddp = DDP(Net(), find_unused_parameters=True)
+    xs = [torch.full((2, 4), float(rank + k)) for k in range(2)]
+    with ddp.no_sync():
+        ddp(xs[0]).sum().backward()  # accumulated locally, no communication
+    ddp(xs[1]).sum().backward()
+    g = ddp.module.used.weight.grad.clone()
+    # reference: mean over ranks of the locally accumulated gradients
+    local = 2 * (2 * rank + 1)  # d/dW sum(W x) over both batches, per entry of x
+    expected = sum(2 * (2 * r + 1) for r in range(size)) / size
+    assert torch.allclose(g, torch.full_like(g, expected)), (g, local)
+    assert ddp.module.unused.weight.grad is None
