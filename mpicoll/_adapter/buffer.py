@@ -96,6 +96,12 @@ _HANDLERS: dict[type, Callable[[Any, bool, str, str], View]] = {np.ndarray: _num
 def _handler(x: Any, op: str, name: str) -> Callable[[Any, bool, str, str], View]:
     if detect.is_torch_tensor(x):
         h = _load("torch").view_of
+    elif detect.is_paddle_tensor(x):
+        h = _load("paddle").view_of
+    elif detect.is_cupy_array(x):
+        h = _load("cupy").view_of
+    elif detect.is_jax_array(x):
+        h = _load("jax").view_of
     elif detect.is_numpy_array(x):
         h = _numpy_subclass_view
     elif hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
