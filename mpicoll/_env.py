@@ -38,3 +38,24 @@ def warn_once(key: str, message: str) -> None:
     if key not in _warned:
         _warned.add(key)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+class Settings:
+    """MPICOLL_* settings that the hot path consults (read once, on first use)."""
+
+    __slots__ = ("check", "timeout")
+
+    def __init__(self) -> None:
+        self.check = flag("MPICOLL_CHECK", False)
+        self.timeout = seconds("MPICOLL_TIMEOUT")
+
+
+_settings: Settings | None = None
+
+
+def settings() -> Settings:
+    """The process-wide settings."""
+    global _settings
+    if _settings is None:
+        _settings = Settings()
+    return _settings

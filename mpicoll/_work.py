@@ -16,7 +16,8 @@ class Work:
     post-steps (AVG's divide, low-precision rounding) run at completion.
     """
 
-    __slots__ = ("_done", "_exc", "_finalize", "_keep", "_outputs", "_reqs", "_source", "op")
+    __slots__ = ("_done", "_exc", "_finalize", "_keep", "_outputs", "_reqs", "_source", "group",
+                 "op", "seq")
 
     def __init__(self, op: str, reqs: list[Any], finalize: Callable[[], Any] | None = None,
                  keep: Any = None, outputs: list[Any] | None = None) -> None:
@@ -28,6 +29,8 @@ class Work:
         self._done = False
         self._exc: BaseException | None = None
         self._source = -1
+        self.group: Any = None
+        self.seq = 0
 
     def _complete(self) -> None:
         self._done = True
@@ -58,7 +61,7 @@ class Work:
 
             try:
                 if timeout is None:
-                    MPI.Request.Waitall(self._reqs)
+                    self._wait_watched(MPI)
                 else:
                     secs = getattr(timeout, "total_seconds", lambda: timeout)()
                     deadline = time.monotonic() + float(secs)
@@ -74,6 +77,19 @@ class Work:
         if self._exc is not None:
             raise self._exc
         return True
+
+    def _wait_watched(self, MPI: Any) -> None:
+        from ._watchdog import timeout_for, watchdog
+
+        limit = timeout_for(self.group)
+        if not limit:
+            MPI.Request.Waitall(self._reqs)
+            return
+        token = watchdog.begin(self.op, self.group, self.seq, self._keep, limit)
+        try:
+            MPI.Request.Waitall(self._reqs)
+        finally:
+            watchdog.end(token)
 
     def is_completed(self) -> bool:
         """Test for completion without blocking (completing the work if done)."""

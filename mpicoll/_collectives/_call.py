@@ -6,24 +6,44 @@ from typing import Any, Callable
 
 from mpi4py import MPI
 
+from .._checkmode import verify
+from .._env import settings as _settings
+from .._watchdog import _summarise, watchdog
 from .._work import Work
 from ..errors import MPIError
 
 
-def issue(op: str, comm: Any, method: str, args: tuple, finalize: Callable[[], Any] | None,
-          async_op: bool, outputs: list[Any] | None = None, keep: Any = None) -> Work | None:
+def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], Any] | None,
+          async_op: bool, outputs: list[Any] | None = None, keep: Any = None,
+          sig: Callable[[], dict[str, Any]] | None = None) -> Work | None:
     """Call ``comm.<method>(*args)``, or ``comm.I<method>`` when ``async_op``.
 
     ``finalize`` writes results back (staging copy-back, AVG's divide) once the
     data has arrived: right away when blocking, at completion when async.
+    ``sig`` describes the call for checked mode (MPICOLL_CHECK=1).
     """
+    group.seq += 1
+    settings = _settings()
+    if settings.check:
+        verify(op, group, sig() if sig is not None else {})
+    comm = group.comm
     try:
         if async_op:
             req = getattr(comm, "I" + method[0].lower() + method[1:])(*args)
-            return Work(op, [req], finalize, keep=(args, keep), outputs=outputs)
-        getattr(comm, method)(*args)
+            work = Work(op, [req], finalize, keep=(args, keep), outputs=outputs)
+            work.group, work.seq = group, group.seq
+            return work
+        timeout = group.timeout or settings.timeout
+        if timeout:
+            token = watchdog.begin(op, group, group.seq, args, timeout)
+            try:
+                getattr(comm, method)(*args)
+            finally:
+                watchdog.end(token)
+        else:
+            getattr(comm, method)(*args)
     except MPI.Exception as e:
-        raise MPIError(op, _describe(e)) from e
+        raise MPIError(op, f"{_describe(e)} [{_summarise(args)}]") from e
     if finalize is not None:
         finalize()
     return None

@@ -44,8 +44,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
         else:
             src.detach_input()
             sendspec = [src.array, count, dt]
-    return issue(name, pg.comm, "Allgather", (sendspec, [rarr, count, dt]), dst.commit,
-                 async_op, [output_tensor])
+    return issue(name, pg, "Allgather", (sendspec, [rarr, count, dt]), dst.commit,
+                 async_op, [output_tensor], sig=lambda: {"dtype": src.dtype, "numel": count})
 
 
 all_gather_single = all_gather_into_tensor
@@ -90,5 +90,5 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         if staged:
             _pack.unpack(recv, outs)
 
-    return issue(name, pg.comm, method, (sendspec, recvspec), finish, async_op,
-                 list(tensor_list))
+    return issue(name, pg, method, (sendspec, recvspec), finish, async_op,
+                 list(tensor_list), sig=lambda: {"dtype": src.dtype, "counts": counts})

@@ -12,7 +12,7 @@ from .._group import resolve
 from .._work import Work
 from . import _reduce
 from ._call import issue
-from .reduce_op import ReduceOp, plan
+from .reduce_op import ReduceOp, op_name, plan
 
 
 def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
@@ -48,4 +48,5 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
         dt = mpi_datatype(recv.dtype)
         args = ([send, dt], [recv, dt], p.mpi_op)
     fin = _reduce.finisher(p, recv, buf, pg._size)
-    return issue(name, pg.comm, "Allreduce", args, fin, async_op, [tensor])
+    return issue(name, pg, "Allreduce", args, fin, async_op, [tensor],
+                 sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "reduce_op": op_name(op)})

@@ -56,7 +56,9 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     dt = mpi_datatype(sarr.dtype)
     if scounts is None and rcounts is None:
         args = ([sarr, sarr.size // n, dt], [rarr, rarr.size // n, dt])
-        return issue(name, pg.comm, "Alltoall", args, dst.commit, async_op, [output])
+        return issue(name, pg, "Alltoall", args, dst.commit, async_op, [output],
+                     sig=lambda: {"dtype": src.dtype, "send": [sarr.size // n] * n,
+                                  "recv": [rarr.size // n] * n})
     if scounts is None:
         scounts = [src.shape[0] // n] * n
     if rcounts is None:
@@ -66,7 +68,8 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
         rcounts = [c * row for c in rcounts]
     args = ([sarr, (scounts, _pack.displs(scounts)), dt],
             [rarr, (rcounts, _pack.displs(rcounts)), dt])
-    return issue(name, pg.comm, "Alltoallv", args, dst.commit, async_op, [output])
+    return issue(name, pg, "Alltoallv", args, dst.commit, async_op, [output],
+                 sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 
 
 def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], group: Any = None,
@@ -107,4 +110,5 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         if staged:
             _pack.unpack(recv, outs)
 
-    return issue(name, pg.comm, "Alltoallv", args, finish, async_op, list(output_tensor_list))
+    return issue(name, pg, "Alltoallv", args, finish, async_op, list(output_tensor_list),
+                 sig=lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts})

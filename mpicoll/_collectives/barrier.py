@@ -34,8 +34,8 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,
     if pg is None:
         return None
     if timeout is None or async_op:
-        return issue(name, pg.comm, "Barrier", (), None, async_op)
-    work = issue(name, pg.comm, "Barrier", (), None, True)
+        return issue(name, pg, "Barrier", (), None, async_op)
+    work = issue(name, pg, "Barrier", (), None, True)
     assert work is not None
     work.wait(timeout)
     return None

@@ -10,6 +10,7 @@ from mpi4py import MPI
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import ProcessGroup, resolve
+from .._watchdog import timeout_for, watchdog
 from .._work import Work
 from ..errors import CollectiveTimeout, MPIError
 from ._validate import root as _root
@@ -81,7 +82,9 @@ def isend(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,
     posted = _post_send("isend", tensor, dst, group, tag, group_dst)
     if posted is None:
         return None
-    return Work("isend", [posted[0]], None, keep=posted[1], outputs=[tensor])
+    work = Work("isend", [posted[0]], None, keep=posted[1], outputs=[tensor])
+    work.group = resolve(group, "isend")
+    return work
 
 
 def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
@@ -118,7 +121,14 @@ class _StatusWork(Work):
             status = MPI.Status()
             try:
                 if timeout is None:
-                    self._reqs[0].Wait(status)
+                    limit = timeout_for(self._pg)
+                    token = watchdog.begin(self.op, self._pg, 0, self._keep, limit) if limit \
+                        else None
+                    try:
+                        self._reqs[0].Wait(status)
+                    finally:
+                        if token is not None:
+                            watchdog.end(token)
                 else:
                     deadline = _deadline(timeout)
                     while not self._reqs[0].Test(status):
@@ -157,7 +167,9 @@ def send(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,
     """Send ``tensor`` to global rank ``dst`` (or ``group_dst``); blocks until sent."""
     posted = _post_send("send", tensor, dst, group, tag, group_dst)
     if posted is not None:
-        Work("send", [posted[0]], keep=posted[1]).wait()
+        work = Work("send", [posted[0]], keep=posted[1])
+        work.group = resolve(group, "send")
+        work.wait()
 
 
 def recv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,

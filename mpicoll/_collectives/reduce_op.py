@@ -121,3 +121,11 @@ def plan(dtype: str, op: Any, opname: str) -> Plan:
             factor = factor.item()
     mpi_op, widen, average = _plan(dtype, rop, opname)
     return Plan(mpi_op, widen, factor, average)
+
+
+def op_name(op: Any) -> str:
+    """The ReduceOp's name, for checked mode and messages."""
+    try:
+        return as_reduce_op(op, "")[0].name
+    except ValueError:
+        return repr(op)

@@ -12,7 +12,7 @@ from .._group import resolve
 from .._work import Work
 from . import _pack, _reduce, _validate
 from ._call import issue
-from .reduce_op import ReduceOp, plan
+from .reduce_op import ReduceOp, op_name, plan
 
 
 def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Any = None,
@@ -41,7 +41,8 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     count = recv.size
     args = ([send, count, dt], [recv, count, dt], p.mpi_op)
     fin = _reduce.finisher(p, recv, dst, n)
-    return issue(name, pg.comm, "Reduce_scatter_block", args, fin, async_op, [output])
+    return issue(name, pg, "Reduce_scatter_block", args, fin, async_op, [output],
+                 sig=lambda: {"dtype": dst.dtype, "numel": count, "reduce_op": op_name(op)})
 
 
 reduce_scatter_single = reduce_scatter_tensor
@@ -80,4 +81,5 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     else:
         method, args = "Reduce_scatter", ([send, dt], [recv, dt], counts, p.mpi_op)
     fin = _reduce.finisher(p, recv, dst, n)
-    return issue(name, pg.comm, method, args, fin, async_op, [output])
+    return issue(name, pg, method, args, fin, async_op, [output],
+                 sig=lambda: {"dtype": dst.dtype, "counts": counts, "reduce_op": op_name(op)})

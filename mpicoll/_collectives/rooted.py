@@ -13,7 +13,7 @@ from .._group import resolve
 from .._work import Work
 from . import _pack, _reduce, _validate
 from ._call import issue
-from .reduce_op import ReduceOp, plan
+from .reduce_op import ReduceOp, op_name, plan
 
 
 def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: bool = False,
@@ -30,8 +30,9 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
     buf = as_buffer(tensor, writable=pg._rank != root, op=name, name="tensor")
     arr = buf.array
-    return issue(name, pg.comm, "Bcast", ([arr, mpi_datatype(arr.dtype)], root), buf.commit,
-                 async_op, [tensor])
+    return issue(name, pg, "Bcast", ([arr, mpi_datatype(arr.dtype)], root), buf.commit,
+                 async_op, [tensor],
+                 sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "root": root})
 
 
 def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
@@ -50,9 +51,13 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     buf = as_buffer(tensor, writable=is_root, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
     send = _reduce.send_side(p, buf.array, buf.dtype)
+
+    def sig() -> dict[str, Any]:
+        return {"dtype": buf.dtype, "numel": buf.numel, "root": root, "reduce_op": op_name(op)}
+
     if not is_root:
         args = ([send, mpi_datatype(send.dtype)], None, p.mpi_op, root)
-        return issue(name, pg.comm, "Reduce", args, None, async_op, [tensor])
+        return issue(name, pg, "Reduce", args, None, async_op, [tensor], sig=sig)
     if send is buf.array or (p.widen and p.factor is None):
         recv = send
         args = (MPI.IN_PLACE, [recv, mpi_datatype(recv.dtype)], p.mpi_op, root)
@@ -61,7 +66,7 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
         dt = mpi_datatype(recv.dtype)
         args = ([send, dt], [recv, dt], p.mpi_op, root)
     fin = _reduce.finisher(p, recv, buf, pg._size)
-    return issue(name, pg.comm, "Reduce", args, fin, async_op, [tensor])
+    return issue(name, pg, "Reduce", args, fin, async_op, [tensor], sig=sig)
 
 
 def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = None,
@@ -85,7 +90,8 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
         if gather_list:
             raise ValueError(f"{name}: gather_list must be given on the destination rank "
                              f"only (group rank {root}); this is group rank {pg._rank}")
-        return issue(name, pg.comm, "Gatherv", ([src.array, dt], None, root), None, async_op)
+        return issue(name, pg, "Gatherv", ([src.array, dt], None, root), None, async_op,
+                     sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel})
     if gather_list is None:
         raise ValueError(f"{name}: gather_list is required on the destination rank")
     outs = _validate.tensor_list(name, gather_list, pg._size, "gather_list", writable=True)
@@ -104,7 +110,9 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
         if staged:
             _pack.unpack(recv, outs)
 
-    return issue(name, pg.comm, "Gatherv", args, finish, async_op, list(gather_list))
+    return issue(name, pg, "Gatherv", args, finish, async_op, list(gather_list),
+                 sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel,
+                              "root_counts": counts})
 
 
 def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None = None,
@@ -129,8 +137,9 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
         if scatter_list:
             raise ValueError(f"{name}: scatter_list must be given on the source rank only "
                              f"(group rank {root}); this is group rank {pg._rank}")
-        return issue(name, pg.comm, "Scatterv", (None, [dst.array, dt], root), dst.commit,
-                     async_op, [tensor])
+        return issue(name, pg, "Scatterv", (None, [dst.array, dt], root), dst.commit,
+                     async_op, [tensor],
+                     sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel})
     if scatter_list is None:
         raise ValueError(f"{name}: scatter_list is required on the source rank")
     ins = _validate.tensor_list(name, scatter_list, pg._size, "scatter_list", writable=False)
@@ -143,4 +152,6 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     if np.may_share_memory(send, dst.view):
         send = send.copy()
     args = ([send, (counts, _pack.displs(counts)), dt], [dst.array, dt], root)
-    return issue(name, pg.comm, "Scatterv", args, dst.commit, async_op, [tensor])
+    return issue(name, pg, "Scatterv", args, dst.commit, async_op, [tensor],
+                 sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel,
+                              "root_counts": counts})

@@ -1,0 +1,38 @@
+"""Ranks that disagree about a collective. Usage: disagree.py <case>.
+
+Each rank prints what it got ("ok", or the exception type and message), so a
+test can check that every rank reports the same error instead of hanging.
+"""
+import sys
+
+import numpy as np
+
+import mpicoll as dist
+from mpicoll.errors import MPIError, SignatureMismatch
+
+case = sys.argv[1]
+rank, size = dist.get_rank(), dist.get_world_size()
+try:
+    if case == "splits":
+        # rank 0 believes it receives 2 rows from everyone; peers send it only 1
+        inp = np.arange(size, dtype=np.float32) + 10 * rank
+        recv = [2] * size if rank == 0 else [1] * size
+        out = np.zeros(sum(recv), np.float32)
+        dist.all_to_all_single(out, inp, recv, [1] * size)
+    elif case == "dtype":
+        dist.all_reduce(np.ones(4, np.float32 if rank == 0 else np.float64))
+    elif case == "op":
+        dist.all_reduce(np.ones(4), op=dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX)
+    elif case == "root":
+        dist.broadcast(np.ones(4), src=0 if rank == 0 else 1)
+    elif case == "collective":
+        if rank == 0:
+            dist.all_reduce(np.ones(4))
+        else:
+            dist.broadcast(np.ones(4), src=0)
+    elif case == "gather_counts":
+        gl = [np.zeros(2) for _ in range(size)] if rank == 0 else None
+        dist.gather(np.ones(2 if rank == 0 else 3), gl, dst=0)
+    print(f"rank {rank}: ok", flush=True)
+except (SignatureMismatch, MPIError) as e:
+    print(f"rank {rank}: {type(e).__name__}: {e}", flush=True)

@@ -1,0 +1,70 @@
+"""Cross-rank disagreement: checked mode raises the same error on every rank;
+without it, MPI's own errors surface as mpicoll exceptions or the watchdog ends the job."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from _launch import run, run_per_rank
+
+pytestmark = pytest.mark.spawn
+
+CASES = {
+    "splits": "group rank 0 expects 2 elements from group rank 0, which sends it 1 (output "
+              "split sizes on rank 0 must match input split sizes on its peers)",
+    "dtype": "dtype differs: group rank(s) [0] have 'float32'; group rank(s) [1, 2] have "
+             "'float64'",
+    "op": "reduce_op differs: group rank(s) [0] have 'SUM'; group rank(s) [1, 2] have 'MAX'",
+    "root": "root differs: group rank(s) [0] have 0; group rank(s) [1, 2] have 1",
+    "collective": "different collectives called at the same point: group rank(s) [0] have "
+                  "'all_reduce'; group rank(s) [1, 2] have 'broadcast'",
+    "gather_counts": "the root (group rank 0) expects 2 elements for group rank 1, which has 3",
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_checked_mode_same_error_on_every_rank(case):
+    p, out = run_per_rank(3, ["tests/scripts/disagree.py", case], timeout=60,
+                          MPICOLL_CHECK="1", MPICOLL_TIMEOUT="20")
+    assert p.returncode == 0, p.stderr
+    expected = ("SignatureMismatch: checked mode: ranks disagree at collective #1 on the group "
+                f"of global ranks [0, 1, 2]: {CASES[case]}")
+    for r in range(3):
+        assert out[r].strip() == f"rank {r}: {expected}"
+
+
+def test_unchecked_truncation_surfaces_as_mpicoll_error():
+    p, out = run_per_rank(3, ["tests/scripts/disagree.py", "gather_counts"], timeout=60,
+                          MPICOLL_TIMEOUT="20")
+    assert p.returncode == 0, p.stderr
+    assert out[0].startswith("rank 0: MPIError: gather: MPI error:")
+    assert "[args: float64[2]" in out[0]  # names the arguments MPI was given
+
+
+def test_unchecked_different_collectives_end_in_watchdog_report():
+    start = time.monotonic()
+    p = run(3, ["tests/scripts/disagree.py", "collective"], timeout=60, MPICOLL_TIMEOUT="3")
+    assert p.returncode != 0
+    assert "mpicoll watchdog: rank 0 stuck for" in p.stderr
+    assert "in all_reduce #1 on group" in p.stderr
+    assert time.monotonic() - start < 45
+
+
+def test_skipped_collective_watchdog_names_the_operation():
+    start = time.monotonic()
+    p = run(3, ["tests/scripts/skip_collective.py"], timeout=60, MPICOLL_TIMEOUT="2")
+    assert p.returncode != 0
+    assert "unreachable" not in p.stdout
+    assert "(timeout 2 s) in all_reduce #2 on group '0' (global ranks [0, 1, 2]), " \
+           "args: float32[16]" in p.stderr
+    assert "last completed operations (oldest first):\n  barrier #1" in p.stderr
+    assert time.monotonic() - start < 45
+
+
+def test_killed_rank_ends_the_job():
+    start = time.monotonic()
+    p = run(3, ["tests/scripts/sigkill_one_rank.py"], timeout=60)
+    assert p.returncode != 0
+    assert "unreachable" not in p.stdout
+    assert time.monotonic() - start < 45
