@@ -7,9 +7,12 @@ PY      := $(VENV)/bin/python
 MPIEXEC ?= $(VENV)/bin/mpiexec
 TIMEOUT ?= 900
 PYTEST  := $(PY) -m pytest -q -x --with-mpi -p no:cacheprovider
-EXTRAS  ?= mpich,torch,test
+EXTRAS  ?= mpich,torch,paddle,jax,test
 
-.PHONY: venv example test test-1 test-2 test-4 bench clean
+# tests that launch their own jobs (tests/_launch.py) use the same launcher
+export MPIEXEC
+
+.PHONY: venv example test test-1 test-2 test-4 test-mpich test-openmpi bench clean
 
 venv: $(VENV)/.installed
 
@@ -29,6 +32,15 @@ test: venv
 	timeout $(TIMEOUT) $(PYTEST) tests
 	timeout $(TIMEOUT) $(MPIEXEC) -n 2 $(PYTEST) tests
 	timeout $(TIMEOUT) $(MPIEXEC) -n 4 $(PYTEST) tests
+
+## Both MPI implementations: MPICH (the default venv) and Open MPI (its own venv).
+test-mpich: test
+
+test-openmpi:
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	OMPI_MCA_rmaps_base_oversubscribe=1 \
+	$(MAKE) test VENV=.venv-ompi EXTRAS=openmpi,torch,paddle,jax,test \
+		MPIEXEC="$(CURDIR)/.venv-ompi/bin/mpiexec --oversubscribe"
 
 test-%: venv
 	timeout $(TIMEOUT) $(MPIEXEC) -n $* $(PYTEST) tests

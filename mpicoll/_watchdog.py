@@ -11,6 +11,7 @@ number) and the last operations it completed, then calls ``MPI_Abort``.
 from __future__ import annotations
 
 import collections
+import faulthandler
 import sys
 import threading
 import time
@@ -100,8 +101,11 @@ class _Watchdog:
                  f"(timeout {op.deadline - op.start:g} s) in {op.describe()}",
                  f"mpicoll watchdog: rank {rank} last completed operations (oldest first):"]
         lines += [f"  {h}" for h in history] or ["  (none)"]
-        lines.append(f"mpicoll watchdog: rank {rank} aborting the job")
         sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.write(f"mpicoll watchdog: rank {rank} Python stacks:\n")
+        sys.stderr.flush()
+        faulthandler.dump_traceback(all_threads=True)
+        sys.stderr.write(f"mpicoll watchdog: rank {rank} aborting the job\n")
         sys.stderr.flush()
         MPI.COMM_WORLD.Abort(3)
 

@@ -61,17 +61,26 @@ def run_per_rank(n: int, args: list[str], timeout: float = 120,
     with tempfile.TemporaryDirectory() as tmp:
         flavour = _flavour()
         if flavour == "hydra":
-            flags = ["-outfile-pattern", f"{tmp}/out.%r"]
+            flags = ["-outfile-pattern", f"{tmp}/out.%r", "-errfile-pattern", f"{tmp}/err.%r"]
         elif flavour == "openmpi":
-            flags = ["--output-filename", tmp]
+            flags = ["--output", f"dir={tmp}"]
         else:
             raise RuntimeError("per-rank output needs MPICH's or Open MPI's mpiexec")
         cmd = [*mpiexec(), *flags, "-n", str(n), sys.executable, *args]
-        p = subprocess.run(cmd, cwd=ROOT, env=clean_env(**env), capture_output=True,
-                           text=True, timeout=timeout, check=False)
-        out = {}
-        for path in Path(tmp).rglob("*"):
+        try:
+            p = subprocess.run(cmd, cwd=ROOT, env=clean_env(**env), capture_output=True,
+                               text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as e:
+            logs = "\n".join(f"--- {path.name} ---\n{path.read_text()[-4000:]}"
+                             for path in sorted(Path(tmp).rglob("*")) if path.is_file())
+            raise AssertionError(f"{' '.join(cmd)} timed out after {timeout} s\n{logs}") from e
+        out, err = {}, []
+        for path in sorted(Path(tmp).rglob("*")):
             m = re.search(r"out\.(\d+)$|rank\.(\d+)/stdout$", path.as_posix())
             if m and path.is_file():
                 out[int(m.group(1) or m.group(2))] = path.read_text()
+            m = re.search(r"err\.(\d+)$|rank\.(\d+)/stderr$", path.as_posix())
+            if m and path.is_file():
+                err.append(f"--- rank {m.group(1) or m.group(2)} stderr ---\n{path.read_text()}")
+        p.stderr = "\n".join([p.stderr, *err])  # every rank's stderr, for failure messages
     return p, out

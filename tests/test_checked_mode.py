@@ -3,6 +3,7 @@ without it, MPI's own errors surface as mpicoll exceptions or the watchdog ends 
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -46,8 +47,9 @@ def test_unchecked_different_collectives_end_in_watchdog_report():
     start = time.monotonic()
     p = run(3, ["tests/scripts/disagree.py", "collective"], timeout=60, MPICOLL_TIMEOUT="3")
     assert p.returncode != 0
-    assert "mpicoll watchdog: rank 0 stuck for" in p.stderr
-    assert "in all_reduce #1 on group" in p.stderr
+    # whichever stuck rank's watchdog fires first reports its own operation
+    assert re.search(r"mpicoll watchdog: rank \d stuck for [\d.]+ s \(timeout 3 s\) in "
+                     r"(all_reduce|broadcast) #1 on group '0'", p.stderr), p.stderr
     assert time.monotonic() - start < 45
 
 

@@ -61,7 +61,8 @@ def test_seed_003_all_gather_into_tensor():
 
 
 def test_ddp_train_example():
-    p, out = run_per_rank(4, ["examples/ddp_train.py"], timeout=300)
+    # a stuck collective reports itself (and every thread's stack) instead of hanging
+    p, out = run_per_rank(4, ["examples/ddp_train.py"], timeout=300, MPICOLL_TIMEOUT="150")
     assert p.returncode == 0, p.stderr
     checksums = set()
     for r in range(4):

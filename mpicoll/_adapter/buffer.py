@@ -7,6 +7,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import detect
+from .dtypes import carrier_for
 
 
 class Buffer:
@@ -124,6 +125,8 @@ def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tens
     view, dtype, wb = (_HANDLERS.get(type(x)) or _handler(x, op, name))(x, writable, op, name)
     if dtype == "bool":
         view = view.view(np.uint8)
+    elif view.dtype.kind == "V":  # ml_dtypes (bfloat16, float8_*) from JAX: move as bytes
+        view = view.view(carrier_for(view.dtype.itemsize))
     if writable:
         flags = view.flags
         if not flags.writeable:
@@ -152,7 +155,10 @@ def _name(dt: np.dtype) -> str:
     """The logical dtype name of a numpy dtype (cached: ``dtype.name`` costs ~2 us)."""
     name = _NAMES.get(dt)
     if name is None:
-        if dt.kind in "OVSUMm" or dt.hasobject:
+        # ml_dtypes' scalar types (bfloat16, float8_*) are kind "V" but not structured
+        exotic = dt.kind == "V" and dt.names is None and dt.itemsize in (1, 2, 4, 8) and \
+            not dt.name.startswith("void")
+        if (dt.kind in "OVSUMm" and not exotic) or dt.hasobject:
             raise TypeError(f"unsupported dtype {dt}")
         name = _NAMES[dt] = dt.name
     return name

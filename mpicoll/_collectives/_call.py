@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
 from mpi4py import MPI
 
 from .._checkmode import verify
@@ -43,10 +44,33 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
         else:
             getattr(comm, method)(*args)
     except MPI.Exception as e:
-        raise MPIError(op, f"{_describe(e)} [{_summarise(args)}]") from e
+        raise MPIError(op, f"{_describe(e)} [{_summarise(args)}]{_large_hint(args)}") from e
     if finalize is not None:
         finalize()
     return None
+
+
+_INT_MAX = 2**31 - 1
+
+
+def _large_hint(args: Any) -> str:
+    """Explain an MPI error that comes from counts this MPI cannot express."""
+    if MPI.Get_version() >= (4, 0):
+        return ""
+
+    def big(x: Any) -> bool:
+        if isinstance(x, np.ndarray):
+            return x.size > _INT_MAX
+        if isinstance(x, (list, tuple)):
+            return any(big(v) for v in x)
+        return isinstance(x, int) and x > _INT_MAX
+
+    if not big(args):
+        return ""
+    version = "{}.{}".format(*MPI.Get_version())
+    return (f"; the message has more than 2**31-1 elements and this MPI implements MPI "
+            f"{version}, without the MPI-4 large-count calls: use an MPI-4 library (the "
+            "mpich wheel: pip install mpicoll[mpich]) or split the message")
 
 
 def _describe(e: Any) -> str:

@@ -27,9 +27,7 @@ def view_of(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[np.nda
     """A numpy view of ``t``'s own memory (any strides), its dtype name, and a
     write-back hook for outputs whose memory the view cannot reach."""
     if not t.is_cpu:
-        raise ValueError(
-            f"{op}: {name} is on device {t.device}; only CPU torch tensors are "
-            "supported by this build of mpicoll")
+        return _device_view(t, writable, op, name)
     if t.requires_grad:
         t = t.detach()
     wb = None
@@ -47,6 +45,39 @@ def view_of(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[np.nda
     size = t.element_size()
     carrier = carrier_for(size)
     return t.view(_VIEW_AS[size]).numpy().view(carrier), str(t.dtype)[6:], wb
+
+
+def _device_view(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[Any, str, Any]:
+    """CUDA/ROCm tensors: direct to a GPU-aware MPI (through CuPy), else staged via host."""
+    from ..device import CUDA, ROCM, gpu_aware, plan
+
+    if not t.is_cuda:
+        raise ValueError(f"{op}: {name} is on device {t.device}: expected a CPU, CUDA or ROCm "
+                         "tensor")
+    how = plan(ROCM if torch.version.hip else CUDA, gpu_aware()[0])
+    # MPI must not read memory that kernels on the producer's stream are still writing
+    torch.cuda.current_stream(t.device).synchronize()
+    if t.requires_grad:
+        t = t.detach()
+    if how == "direct":
+        try:
+            import cupy
+        except ImportError:
+            from ..._env import warn_once
+
+            warn_once("cupy-direct", "mpicoll: the MPI is GPU-aware but CuPy is not installed; "
+                      "CUDA tensors are staged through host memory")
+        else:
+            arr = cupy.from_dlpack(t)
+            return arr, _NAMES.get(t.dtype) or str(t.dtype)[6:], None
+    host = t.cpu()
+    view, dtype, _ = view_of(host, False, op, name)
+    wb = None
+    if writable:
+        def wb(result: np.ndarray, target: torch.Tensor = t) -> None:
+            writeback(target, result)
+            torch.cuda.current_stream(target.device).synchronize()
+    return view, dtype, wb
 
 
 def writeback(t: torch.Tensor, result: np.ndarray) -> None:

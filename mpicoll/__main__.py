@@ -1,0 +1,66 @@
+"""``python -m mpicoll info``: versions, MPI standard, thread level, GPU-awareness, frameworks."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata as md
+import sys
+
+_FRAMEWORKS = [("numpy", "numpy"), ("torch", "torch"), ("paddle", "paddlepaddle"),
+               ("cupy", "cupy"), ("jax", "jax")]
+_THREADS = {0: "MPI_THREAD_SINGLE", 1: "MPI_THREAD_FUNNELED", 2: "MPI_THREAD_SERIALIZED",
+            3: "MPI_THREAD_MULTIPLE"}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def info() -> list[tuple[str, str]]:
+    """The facts ``info`` prints, as (label, value) pairs."""
+    import mpi4py
+    from mpi4py import MPI
+
+    import mpicoll
+    from mpicoll._adapter.device import gpu_aware
+
+    rows = [("mpicoll", mpicoll.__version__), ("mpi4py", mpi4py.__version__),
+            ("MPI library", MPI.Get_library_version().splitlines()[0].strip()),
+            ("MPI standard", "{}.{}".format(*MPI.Get_version())),
+            ("thread level", _THREADS.get(MPI.Query_thread(), str(MPI.Query_thread()))),
+            ("world size", str(MPI.COMM_WORLD.Get_size()))]
+    aware, why = gpu_aware()
+    rows.append(("GPU-aware MPI", f"{'yes' if aware else 'no'} ({why})"))
+    large = MPI.Get_version() >= (4, 0)
+    rows.append(("large counts", "yes (MPI-4 _c calls)" if large else
+                 "no (messages are limited to 2**31-1 elements per call)"))
+    for module, dist in _FRAMEWORKS:
+        version = _version(dist) or (_version("cupy-cuda12x") if module == "cupy" else None)
+        if version is None:
+            rows.append((module, "not installed"))
+            continue
+        try:
+            importlib.import_module(module)
+            rows.append((module, version))
+        except Exception as e:  # noqa: BLE001 - report, never fail
+            rows.append((module, f"{version} (import failed: {type(e).__name__}: {e})"))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mpicoll")
+    parser.add_argument("command", choices=["info"], help="what to show")
+    parser.parse_args(argv)
+    rows = info()
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

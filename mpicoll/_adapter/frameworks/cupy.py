@@ -1,0 +1,32 @@
+"""[1] CuPy arrays: device memory straight to a GPU-aware MPI, else staged via host."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cupy
+import numpy as np
+
+from ..device import gpu_aware, plan
+
+
+def view_of(x: Any, writable: bool, op: str, name: str) -> tuple[Any, str, Any]:
+    """The array MPI uses (the device array itself, or a host copy) and write-back."""
+    how = plan(int(x.__dlpack_device__()[0]), gpu_aware()[0])
+    # the producer's kernels must have finished before MPI reads the memory
+    cupy.cuda.get_current_stream().synchronize()
+    if how == "direct":
+        return x, x.dtype.name, None
+    host = cupy.asnumpy(x)
+    wb = None
+    if writable:
+        def wb(result: np.ndarray, target: Any = x) -> None:
+            target[...] = cupy.asarray(result.reshape(target.shape))
+            cupy.cuda.get_current_stream().synchronize()
+    return host, host.dtype.name, wb
+
+
+def empty(like: Any, shape: tuple[int, ...]) -> Any:
+    """A new array of ``like``'s dtype on its device."""
+    with like.device:
+        return cupy.empty(shape, dtype=like.dtype)

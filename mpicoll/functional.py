@@ -1,0 +1,228 @@
+"""Functional collectives: return new arrays of the input's framework, on its device.
+
+This is how immutable arrays (JAX) are served, and a convenience for everyone::
+
+    import mpicoll.functional as F
+    y = F.all_reduce(x)                                   # x untouched
+    out, recv_sizes = F.all_to_all_single(x, input_split_sizes=sizes)  # sizes negotiated
+
+When only ``input_split_sizes`` is given, the receive sizes are negotiated with
+one small exchange of counts and returned with the result, as Horovod does;
+``all_gather`` negotiates every rank's shape likewise, so sizes may differ.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import _group
+from ._adapter import framework_of
+from ._collectives import all_gather as _ag
+from ._collectives import all_reduce as _ar
+from ._collectives import all_to_all as _a2a
+from ._collectives import reduce_scatter as _rs
+from ._collectives import rooted as _rooted
+from ._collectives.reduce_op import ReduceOp
+
+__all__ = ["all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all",
+           "all_to_all_single", "broadcast", "reduce", "reduce_scatter",
+           "reduce_scatter_tensor"]
+
+
+def _empty(like: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """(a writable tensor like ``like`` of ``shape``, how to turn it into the result)."""
+    fw = framework_of(like)
+    shape = tuple(int(s) for s in shape)
+    if fw == "numpy":
+        return np.empty(shape, dtype=like.dtype), None
+    if fw == "torch":
+        import torch
+
+        return torch.empty(shape, dtype=like.dtype, device=like.device), None
+    if fw == "paddle":
+        import paddle
+
+        return paddle.empty(shape, dtype=like.dtype), None
+    if fw == "cupy":
+        from ._adapter.frameworks import cupy as _cupy
+
+        return _cupy.empty(like, shape), None
+    if fw == "jax":
+        from ._adapter.frameworks import jax as _jax
+
+        return _jax.empty(like, shape), lambda out: _jax.wrap(out, like)
+    # any other DLPack producer: answer in numpy
+    return np.empty(shape, dtype=np.from_dlpack(like).dtype), None
+
+
+def _done(out: Any, wrap: Any) -> Any:
+    return out if wrap is None else wrap(out)
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(int(s) for s in x.shape)
+
+
+def _copy(x: Any) -> tuple[Any, Any]:
+    out, wrap = _empty(x, _shape(x))
+    from ._adapter import as_buffer
+
+    dst = as_buffer(out, writable=True)
+    np.copyto(dst.array, as_buffer(x).array.reshape(dst.array.shape))
+    dst.commit()
+    return out, wrap
+
+
+def _size(group: Any, op: str) -> int:
+    pg = _group.resolve(group, op)
+    if pg is None:
+        raise ValueError(f"{op}: this rank is not a member of group")
+    return pg.size()
+
+
+def all_reduce(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
+    """A new array: the reduction of ``input`` over ``group``. Call on every rank."""
+    out, wrap = _copy(input)
+    _ar.all_reduce(out, op, group)
+    return _done(out, wrap)
+
+
+def broadcast(input: Any, src: int | None = None, group: Any = None,
+              group_src: int | None = None) -> Any:
+    """A new array holding the source rank's ``input`` (same shape on every rank)."""
+    out, wrap = _copy(input)
+    _rooted.broadcast(out, src, group, False, group_src)
+    return _done(out, wrap)
+
+
+def reduce(input: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
+           group_dst: int | None = None) -> Any:
+    """A new array: the reduction on the destination, a copy of ``input`` elsewhere."""
+    out, wrap = _copy(input)
+    _rooted.reduce(out, dst, op, group, False, group_dst)
+    return _done(out, wrap)
+
+
+def all_gather_into_tensor(input: Any, group: Any = None, stacked: bool = False) -> Any:
+    """Every rank's ``input`` (all of one shape) concatenated along dim 0, or stacked."""
+    n = _size(group, "all_gather_into_tensor")
+    s = _shape(input)
+    shape = (n, *s) if stacked or not s else (n * s[0], *s[1:])
+    out, wrap = _empty(input, shape)
+    _ag.all_gather_into_tensor(out, input, group)
+    return _done(out, wrap)
+
+
+def all_gather(input: Any, group: Any = None) -> list[Any]:
+    """Every rank's ``input`` as a list; shapes may differ per rank (negotiated)."""
+    n = _size(group, "all_gather")
+    pg = _group.resolve(group, "all_gather")
+    shapes = pg.comm.allgather(_shape(input))  # one small exchange of shapes
+    if len({len(s) for s in shapes}) > 1 or len({s[1:] for s in shapes}) > 1:
+        raise ValueError(f"all_gather: inputs must agree in every dimension but the first: "
+                         f"got shapes {shapes}")
+    flat, wrap = _empty(input, (sum(math.prod(s) for s in shapes),))
+    outs, off = [], 0
+    for s in shapes:  # adjacent views of one buffer: gathered without an unpack
+        k = math.prod(s)
+        outs.append(flat[off:off + k].reshape(s))
+        off += k
+    _ag.all_gather(outs, input, group)
+    if wrap is None:
+        return outs
+    res = wrap(flat)
+    out, off = [], 0
+    for s in shapes[:n]:
+        k = math.prod(s)
+        out.append(res[off:off + k].reshape(s))
+        off += k
+    return out
+
+
+def reduce_scatter_tensor(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
+    """This rank's chunk (dim 0 split in group-size parts) of the reduced ``input``."""
+    n = _size(group, "reduce_scatter_tensor")
+    s = _shape(input)
+    if not s or s[0] % n:
+        raise ValueError(f"reduce_scatter_tensor: dim 0 of input must be divisible by the "
+                         f"group size {n}, got shape {s}")
+    out, wrap = _empty(input, (s[0] // n, *s[1:]))
+    _rs.reduce_scatter_tensor(out, input, op, group)
+    return _done(out, wrap)
+
+
+def reduce_scatter(input_list: list[Any], op: Any = ReduceOp.SUM, group: Any = None) -> Any:
+    """The reduction of every rank's ``input_list[rank]`` (sizes may differ per index)."""
+    pg = _group.resolve(group, "reduce_scatter")
+    if pg is None:
+        raise ValueError("reduce_scatter: this rank is not a member of group")
+    if not isinstance(input_list, (list, tuple)) or len(input_list) != pg.size():
+        raise ValueError(f"reduce_scatter: input_list must have one tensor per rank: "
+                         f"expected {pg.size()}")
+    mine = input_list[pg.rank()]
+    out, wrap = _empty(mine, _shape(mine))
+    _rs.reduce_scatter(out, list(input_list), op, group)
+    return _done(out, wrap)
+
+
+def all_to_all_single(input: Any, output_split_sizes: list[int] | None = None,
+                      input_split_sizes: list[int] | None = None, group: Any = None) -> Any:
+    """Exchange rows of ``input``: ``input_split_sizes[j]`` rows go to rank j.
+
+    Returns:
+        The received rows as a new array. When ``input_split_sizes`` is given
+        but ``output_split_sizes`` is not, the receive sizes are negotiated (one
+        small all-to-all of counts) and ``(output, output_split_sizes)`` is
+        returned.
+    """
+    n = _size(group, "all_to_all_single")
+    s = _shape(input)
+    if not s:
+        raise ValueError("all_to_all_single: input must have at least one dimension")
+    negotiated = output_split_sizes is None and input_split_sizes is not None
+    if negotiated:
+        sizes = np.asarray([int(v) for v in input_split_sizes], dtype=np.int64)
+        if sizes.size != n:
+            raise ValueError(f"all_to_all_single: input_split_sizes must have one entry per "
+                             f"rank: expected {n} entries, got {sizes.size}")
+        got = np.empty(n, dtype=np.int64)
+        _a2a.all_to_all_single(got, sizes, group=group)
+        output_split_sizes = [int(v) for v in got]
+    rows = sum(output_split_sizes) if output_split_sizes is not None else s[0]
+    out, wrap = _empty(input, (rows, *s[1:]))
+    _a2a.all_to_all_single(out, input, output_split_sizes, input_split_sizes, group)
+    result = _done(out, wrap)
+    return (result, output_split_sizes) if negotiated else result
+
+
+def all_to_all(input_tensor_list: list[Any], group: Any = None) -> list[Any]:
+    """Send ``input_tensor_list[j]`` to rank j; returns what each rank sent here.
+
+    Shapes may differ per peer: they are negotiated with one small all-to-all.
+    """
+    pg = _group.resolve(group, "all_to_all")
+    if pg is None:
+        raise ValueError("all_to_all: this rank is not a member of group")
+    if not isinstance(input_tensor_list, (list, tuple)) or len(input_tensor_list) != pg.size():
+        raise ValueError(f"all_to_all: input_tensor_list must have one tensor per rank: "
+                         f"expected {pg.size()}")
+    shapes = pg.comm.alltoall([_shape(t) for t in input_tensor_list])
+    like = input_tensor_list[0]
+    flat, wrap = _empty(like, (sum(math.prod(s) for s in shapes),))
+    outs, off = [], 0
+    for s in shapes:
+        k = math.prod(s)
+        outs.append(flat[off:off + k].reshape(s))
+        off += k
+    _a2a.all_to_all(outs, list(input_tensor_list), group)
+    if wrap is None:
+        return outs
+    res, out, off = wrap(flat), [], 0
+    for s in shapes:
+        k = math.prod(s)
+        out.append(res[off:off + k].reshape(s))
+        off += k
+    return out
