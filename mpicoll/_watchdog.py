@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import faulthandler
+import itertools
 import sys
 import threading
 import time
@@ -62,35 +63,39 @@ class _Watchdog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._active: dict[int, _Op] = {}
-        self._done: collections.deque[str] = collections.deque(maxlen=_HISTORY)
+        self._done: collections.deque[tuple[_Op, float]] = collections.deque(maxlen=_HISTORY)
         self._thread: threading.Thread | None = None
-        self._next = 0
+        self._tokens = itertools.count(1)
 
     def begin(self, name: str, group: Any, seq: int, args: Any, timeout: float) -> int:
+        # no lock on the hot path: dict stores, next() on a count and deque appends are
+        # atomic under the GIL; the watchdog thread only takes snapshots
+        token = next(self._tokens)
+        self._active[token] = _Op(name, group, seq, args, timeout)
+        if self._thread is None:
+            self._start()
+        return token
+
+    def end(self, token: int) -> None:
+        op = self._active.pop(token, None)
+        if op is not None:
+            self._done.append((op, time.monotonic()))
+
+    def _start(self) -> None:
         with self._lock:
-            self._next += 1
-            token = self._next
-            self._active[token] = _Op(name, group, seq, args, timeout)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="mpicoll-watchdog",
                                                 daemon=True)
                 self._thread.start()
-        return token
-
-    def end(self, token: int) -> None:
-        with self._lock:
-            op = self._active.pop(token, None)
-            if op is not None:
-                self._done.append(f"{op.describe()} ({time.monotonic() - op.start:.3f} s)")
 
     def _run(self) -> None:
         while True:
             time.sleep(0.05)
             now = time.monotonic()
-            with self._lock:
-                late = [op for op in self._active.values() if now > op.deadline]
-                history = list(self._done)
+            late = [op for op in list(self._active.values()) if now > op.deadline]
             if late:
+                history = [f"{op.describe()} ({end - op.start:.3f} s)"
+                           for op, end in list(self._done)]
                 self._report(late[0], now, history)
 
     def _report(self, op: _Op, now: float, history: list[str]) -> None:

@@ -30,6 +30,7 @@ def _iters(nbytes: int, quick: bool) -> int:
 
 
 def _time(fn: Callable[[], Any], iters: int) -> float:
+    """One timed round: warm-up, barrier, ``iters`` calls; the slowest rank's mean."""
     for _ in range(max(2, iters // 10)):
         fn()
     COMM.Barrier()
@@ -38,6 +39,19 @@ def _time(fn: Callable[[], Any], iters: int) -> float:
         fn()
     mean = (time.perf_counter() - t0) / iters
     return COMM.allreduce(mean, op=MPI.MAX)
+
+
+def _interleaved(variants: dict[str, tuple[Callable[[], Any], int]], rounds: int) -> dict:
+    """Time every variant in turn, ``rounds`` times, and keep each one's median.
+
+    Alternating the variants spreads the machine's noise (other processes,
+    frequency changes) evenly over them, so their ratios are measured fairly.
+    """
+    samples: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(rounds):
+        for key, (fn, iters) in variants.items():
+            samples[key].append(_time(fn, iters))
+    return {k: float(np.median(v)) for k, v in samples.items()}
 
 
 # -- one entry per collective: buffers, the raw mpi4py call, the mpicoll call ----------
@@ -121,6 +135,17 @@ def _alltoall_list(n: int, p: int, rank: int) -> dict[str, Any]:
     }
 
 
+class _Grp:
+    """torch.distributed with ``group=`` bound: the same calls, another backend."""
+
+    def __init__(self, td: Any, group: Any) -> None:
+        self._td, self._group = td, group
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._td, name)
+        return lambda *a, **k: fn(*a, group=self._group, **k)
+
+
 def _chunks(x: Any, p: int) -> list[Any]:
     if isinstance(x, np.ndarray):
         return np.split(x, p)
@@ -163,12 +188,22 @@ def _memcpy_bandwidth() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["plot"]:
+        pp = argparse.ArgumentParser(prog="python -m mpicoll.bench plot")
+        pp.add_argument("json", nargs="+")
+        pp.add_argument("--out", default="docs/img")
+        pa = pp.parse_args(argv[1:])
+        for path in plot(pa.json, pa.out):
+            print(f"wrote {path}")
+        return 0
     ap = argparse.ArgumentParser(prog="python -m mpicoll.bench")
     ap.add_argument("--out", help="write results as JSON here (rank 0)")
     ap.add_argument("--quick", action="store_true", help="fewer sizes and iterations")
     ap.add_argument("--ops", default=",".join(_register), help="comma-separated collectives")
     ap.add_argument("--no-gloo", action="store_true", help="skip torch's gloo backend")
     ap.add_argument("--max-bytes", type=int, default=64 << 20)
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per size")
     args = ap.parse_args(argv)
     p, rank = COMM.Get_size(), COMM.Get_rank()
     try:
@@ -179,25 +214,35 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [s for s in SIZES if s <= args.max_bytes]
     if args.quick:
         sizes = sizes[::2]
+    mpg = None
+    if td is not None:
+        import mpicoll.torch  # noqa: F401  registers the backend
+
+        mpg = td.new_group(list(range(p)), backend="mpicoll")
     rows = []
     for op in args.ops.split(","):
         make = _register[op]
         for n in sizes:
             e = make(n, p, rank)
             iters = _iters(n, args.quick)
-            row: dict[str, Any] = {"op": op, "bytes": n, "ranks": p, "iters": iters}
-            row["raw_mpi4py"] = _time(e["raw"], iters)
             s, r = e["send"], e["recv"]
-            row["mpicoll_numpy"] = _time(lambda: e["mpicoll"](s, r), iters)
+            variants: dict[str, tuple[Callable[[], Any], int]] = {
+                "raw_mpi4py": (e["raw"], iters),
+                "mpicoll_numpy": (lambda: e["mpicoll"](s, r), iters),
+            }
             ok = _check(e, lambda s_, r_: e["mpicoll"](s_, r_), s, r)
             if torch is not None:
                 ts, tr = torch.from_numpy(s), torch.from_numpy(r)  # the same memory
-                row["mpicoll_torch"] = _time(lambda: e["mpicoll"](ts, tr), iters)
+                variants["mpicoll_torch"] = (lambda: e["mpicoll"](ts, tr), iters)
                 ok &= _check(e, lambda s_, r_: e["mpicoll"](s_, r_), ts, tr)
+                if mpg is not None:
+                    variants["torch_backend"] = (lambda: e["gloo"](_Grp(td, mpg), ts, tr), iters)
+                    ok &= _check(e, lambda s_, r_: e["gloo"](_Grp(td, mpg), s_, r_), ts, tr)
                 if td is not None:
-                    g_iters = max(3, iters // 10)
-                    row["gloo"] = _time(lambda: e["gloo"](td, ts, tr), g_iters)
+                    variants["gloo"] = (lambda: e["gloo"](td, ts, tr), max(3, iters // 10))
                     ok &= _check(e, lambda s_, r_: e["gloo"](td, s_, r_), ts, tr)
+            row: dict[str, Any] = {"op": op, "bytes": n, "ranks": p, "iters": iters,
+                                   **_interleaved(variants, args.rounds)}
             row["verified"] = bool(COMM.allreduce(ok, op=MPI.LAND))
             rows.append(row)
             if rank == 0:
@@ -226,29 +271,87 @@ def _check(e: dict[str, Any], call: Callable[[Any, Any], Any], s: Any, r: Any) -
 
 def _print_row(row: dict[str, Any]) -> None:
     cols = [f"{k}={row[k] * 1e6:.1f}us" for k in ("raw_mpi4py", "mpicoll_numpy",
-                                                   "mpicoll_torch", "gloo") if k in row]
+                                                   "mpicoll_torch", "torch_backend", "gloo")
+            if k in row]
     print(f"{row['op']:>28} {row['bytes']:>9} B  " + "  ".join(cols)
           + ("" if row["verified"] else "  UNVERIFIED"), flush=True)
 
 
+def _fmt(row: dict[str, Any], key: str, ref: str | None = None, suffix: str = "") -> str:
+    if key not in row:
+        return "-"
+    if ref is None:
+        return f"{row[key] * 1e6:.1f}"
+    return f"{row[key] / row[ref]:.2f}{suffix}" if ref in row else "-"
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
-    head = ("| op | bytes/rank | ranks | raw mpi4py (us) | mpicoll numpy (us) | ratio | "
-            "mpicoll torch (us) | ratio | gloo (us) | gloo/mpicoll |")
-    lines = [head, "|" + "---|" * head.count("|")[:-1] if False else "|---" * 10 + "|"]
+    """Markdown: times in microseconds and the ratios the targets are stated in."""
+    head = ("| op | bytes/rank | ranks | raw mpi4py us | mpicoll numpy us | numpy/raw | "
+            "mpicoll torch us | torch/raw | torch backend us | backend/mpicoll | gloo us | "
+            "gloo/backend |")
+    lines = [head, "|" + "---|" * 12]
     for r in rows:
-        raw = r["raw_mpi4py"]
-        cells = [r["op"], str(r["bytes"]), str(r["ranks"]), f"{raw * 1e6:.1f}",
-                 f"{r['mpicoll_numpy'] * 1e6:.1f}", f"{r['mpicoll_numpy'] / raw:.3f}"]
-        if "mpicoll_torch" in r:
-            cells += [f"{r['mpicoll_torch'] * 1e6:.1f}", f"{r['mpicoll_torch'] / raw:.3f}"]
-        else:
-            cells += ["-", "-"]
-        if "gloo" in r:
-            cells += [f"{r['gloo'] * 1e6:.1f}", f"{r['gloo'] / r['mpicoll_numpy']:.1f}x"]
-        else:
-            cells += ["-", "-"]
+        cells = [r["op"], str(r["bytes"]), str(r["ranks"]), _fmt(r, "raw_mpi4py"),
+                 _fmt(r, "mpicoll_numpy"), _fmt(r, "mpicoll_numpy", "raw_mpi4py"),
+                 _fmt(r, "mpicoll_torch"), _fmt(r, "mpicoll_torch", "raw_mpi4py"),
+                 _fmt(r, "torch_backend"), _fmt(r, "torch_backend", "mpicoll_torch"),
+                 _fmt(r, "gloo"), _fmt(r, "gloo", "torch_backend", "x")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def plot(paths: list[str], out_dir: str) -> list[str]:
+    """Bandwidth-vs-size and overhead-vs-size plots (PNG) from benchmark JSON files."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append(json.load(f))
+    ops = list(dict.fromkeys(r["op"] for run in runs for r in run["results"]))
+    styles = {"raw_mpi4py": ("raw mpi4py", "k", "-"), "mpicoll_numpy": ("mpicoll numpy", "C0", "-"),
+              "mpicoll_torch": ("mpicoll torch", "C1", "--"),
+              "torch_backend": ("torch.distributed 'mpicoll'", "C2", "-."),
+              "gloo": ("torch.distributed gloo", "C3", ":")}
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    for kind in ("bandwidth", "overhead"):
+        fig, axes = plt.subplots(len(runs), len(ops), figsize=(4 * len(ops), 3.2 * len(runs)),
+                                 squeeze=False)
+        for i, run in enumerate(runs):
+            for j, op in enumerate(ops):
+                ax = axes[i][j]
+                rows = [r for r in run["results"] if r["op"] == op]
+                sizes = [r["bytes"] for r in rows]
+                for key, (label, color, style) in styles.items():
+                    if not rows or key not in rows[0]:
+                        continue
+                    if kind == "bandwidth":
+                        ys = [r["bytes"] / r[key] / 1e9 for r in rows]
+                    else:
+                        ys = [(r[key] - r["raw_mpi4py"]) * 1e6 for r in rows]
+                    ax.plot(sizes, ys, style, color=color, label=label, marker=".")
+                ax.set_xscale("log", base=2)
+                if kind == "bandwidth":
+                    ax.set_yscale("log")
+                    ax.set_ylabel("GB/s per rank")
+                else:
+                    ax.set_yscale("symlog", linthresh=1)
+                    ax.set_ylabel("us over raw mpi4py")
+                ax.set_title(f"{op}, {run['meta']['ranks']} ranks", fontsize=9)
+                ax.set_xlabel("bytes per rank")
+                ax.grid(True, alpha=0.3)
+        axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        path = os.path.join(out_dir, f"{kind}.png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
 
 
 if __name__ == "__main__":

@@ -32,7 +32,10 @@ def clean_env(**extra: str) -> dict[str, str]:
     """This environment minus the MPI runtime's own variables (a fresh job starts clean)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PMI_", "PMIX_", "OMPI_COMM", "OMPI_MCA_orte", "HYDRA_",
-                                "MPI_LOCALNRANKS", "MPI_LOCALRANKID"))}
+                                "MPI_LOCALNRANKS", "MPI_LOCALRANKID"))
+           # torch rendezvous variables this session may have set (mpicoll.torch does)
+           and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                         "MASTER_ADDR", "MASTER_PORT")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.update(extra)
     return env

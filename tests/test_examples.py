@@ -83,3 +83,12 @@ def test_torch_backend_world_size_disagreeing_with_mpi():
                        env=clean_env(), capture_output=True, text=True, timeout=120, check=False)
     assert p.returncode == 0, p.stderr
     assert "torch was given world_size=2, rank=0, but MPI has world size 1" in p.stdout
+
+
+def test_ddp_ignores_stale_rendezvous_environment():
+    # variables inherited from another job must not override what MPI says
+    p, out = run_per_rank(2, ["examples/ddp_train.py"], timeout=300, MPICOLL_TIMEOUT="150",
+                          RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="1")
+    assert p.returncode == 0, p.stderr
+    assert {_line(out[r], f"rank {r}/2: final loss ").split("checksum ")[1]
+            for r in range(2)}.__len__() == 1

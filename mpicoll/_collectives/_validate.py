@@ -58,7 +58,8 @@ def row_elems(op: str, b: Buffer, name: str) -> int:
     return math.prod(b.shape[1:])
 
 
-def tensor_list(op: str, xs: Any, n: int | None, name: str, *, writable: bool) -> list[Buffer]:
+def tensor_list(op: str, xs: Any, n: int | None, name: str, *, writable: bool,
+                distinct: bool = True) -> list[Buffer]:
     """A list of tensors of one dtype (and, if ``n``, of length ``n``)."""
     if not isinstance(xs, (list, tuple)):
         raise TypeError(f"{op}: {name} must be a list of tensors, got {type(xs).__name__}")
@@ -70,7 +71,7 @@ def tensor_list(op: str, xs: Any, n: int | None, name: str, *, writable: bool) -
         if b.dtype != bufs[0].dtype:
             raise ValueError(f"{op}: {name} must have one dtype: {name}[0] is "
                              f"{bufs[0].dtype}, {name}[{i}] is {b.dtype}")
-    if writable:
+    if writable and distinct:
         distinct_outputs(op, bufs, name)
     return bufs
 

@@ -65,13 +65,16 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         return None
     n = pg._size
     src = as_buffer(tensor, op=name, name="tensor")
-    outs = _validate.tensor_list(name, tensor_list, n, "tensor_list", writable=True)
+    outs = _validate.tensor_list(name, tensor_list, n, "tensor_list", writable=True,
+                                 distinct=False)
     _validate.same_dtype(name, outs[0], src, "tensor_list", "tensor")
     counts = [b.numel for b in outs]
     if counts[pg._rank] != src.numel:
         raise ValueError(f"{name}: tensor_list[{pg._rank}] must have the size of tensor on "
                          f"this rank: expected {src.numel} elements, got {counts[pg._rank]}")
     recv, staged = _pack.receive_area(outs, sum(counts))
+    if staged:  # adjacent outputs are distinct by construction
+        _validate.distinct_outputs(name, outs, "tensor_list")
     dt = mpi_datatype(recv.dtype)
     mine = recv[sum(counts[:pg._rank]):sum(counts[:pg._rank + 1])]
     sendspec: Any = [src.array, src.numel, dt]
@@ -91,4 +94,4 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
             _pack.unpack(recv, outs)
 
     return issue(name, pg, method, (sendspec, recvspec), finish, async_op,
-                 list(tensor_list), sig=lambda: {"dtype": src.dtype, "counts": counts})
+                 list(tensor_list), keep=outs, sig=lambda: {"dtype": src.dtype, "counts": counts})

@@ -94,12 +94,14 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
     n = pg._size
     ins = _validate.tensor_list(name, input_tensor_list, n, "input_tensor_list", writable=False)
     outs = _validate.tensor_list(name, output_tensor_list, n, "output_tensor_list",
-                                 writable=True)
+                                 writable=True, distinct=False)
     _validate.same_dtype(name, outs[0], ins[0], "output_tensor_list", "input_tensor_list")
     scounts = [b.numel for b in ins]
     rcounts = [b.numel for b in outs]
     send = _pack.pack(ins)
     recv, staged = _pack.receive_area(outs, sum(rcounts))
+    if staged:  # adjacent outputs are distinct by construction
+        _validate.distinct_outputs(name, outs, "output_tensor_list")
     if np.may_share_memory(send, recv):
         send = send.copy()
     dt = mpi_datatype(send.dtype)
@@ -111,4 +113,4 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
             _pack.unpack(recv, outs)
 
     return issue(name, pg, "Alltoallv", args, finish, async_op, list(output_tensor_list),
-                 sig=lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts})
+                 keep=(ins, outs), sig=lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts})

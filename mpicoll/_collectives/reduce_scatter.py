@@ -81,5 +81,5 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     else:
         method, args = "Reduce_scatter", ([send, dt], [recv, dt], counts, p.mpi_op)
     fin = _reduce.finisher(p, recv, dst, n)
-    return issue(name, pg, method, args, fin, async_op, [output],
+    return issue(name, pg, method, args, fin, async_op, [output], keep=ins,
                  sig=lambda: {"dtype": dst.dtype, "counts": counts, "reduce_op": op_name(op)})

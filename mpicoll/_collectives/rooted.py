@@ -94,13 +94,16 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
                      sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel})
     if gather_list is None:
         raise ValueError(f"{name}: gather_list is required on the destination rank")
-    outs = _validate.tensor_list(name, gather_list, pg._size, "gather_list", writable=True)
+    outs = _validate.tensor_list(name, gather_list, pg._size, "gather_list", writable=True,
+                                 distinct=False)
     _validate.same_dtype(name, outs[0], src, "gather_list", "tensor")
     counts = [b.numel for b in outs]
     if counts[root] != src.numel:
         raise ValueError(f"{name}: gather_list[{root}] must have the size of tensor: "
                          f"expected {src.numel} elements, got {counts[root]}")
     recv, staged = _pack.receive_area(outs, sum(counts))
+    if staged:  # adjacent outputs are distinct by construction
+        _validate.distinct_outputs(name, outs, "gather_list")
     send = src.array
     if np.may_share_memory(src.view, recv):
         send = send.copy()
@@ -110,7 +113,7 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
         if staged:
             _pack.unpack(recv, outs)
 
-    return issue(name, pg, "Gatherv", args, finish, async_op, list(gather_list),
+    return issue(name, pg, "Gatherv", args, finish, async_op, list(gather_list), keep=outs,
                  sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel,
                               "root_counts": counts})
 
@@ -152,6 +155,6 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     if np.may_share_memory(send, dst.view):
         send = send.copy()
     args = ([send, (counts, _pack.displs(counts)), dt], [dst.array, dt], root)
-    return issue(name, pg, "Scatterv", args, dst.commit, async_op, [tensor],
+    return issue(name, pg, "Scatterv", args, dst.commit, async_op, [tensor], keep=ins,
                  sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel,
                               "root_counts": counts})

@@ -7,10 +7,10 @@ Under ``mpiexec -n N``::
 
     dist.init_process_group("mpicoll")   # rank and world size come from MPI
 
-Importing fills in ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and
-``MASTER_PORT`` from MPI where they are unset (rank 0 picks a free port and
-broadcasts it), so torch's default ``env://`` rendezvous finds its store with no
-user setup. ``init_method="mpi://"`` does the same without the environment.
+Importing sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and
+``MASTER_PORT`` from MPI (rank 0 picks a free port and broadcasts it) unless every
+rank already has values that agree with MPI, so torch's default ``env://``
+rendezvous finds its store with no user setup. ``init_method="mpi://"`` does the same without the environment.
 """
 
 from __future__ import annotations
@@ -93,19 +93,28 @@ def _mpi_rendezvous(url: str, timeout: timedelta = timedelta(minutes=5), **kwarg
 
 
 def _export_env() -> None:
-    wanted = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-    if all(k in os.environ for k in wanted):
-        return
+    """Give torch's env:// rendezvous what it needs, from MPI (one or two small collectives).
+
+    Values already in the environment are kept only when every rank has them and
+    they agree with MPI; otherwise (unset, or inherited from another job, as when
+    a launcher's environment leaks into a child job) they are replaced.
+    """
     MPI = mpi()
     comm = MPI.COMM_WORLD
+    env = os.environ
+    consistent = (env.get("RANK") == str(comm.Get_rank())
+                  and env.get("WORLD_SIZE") == str(comm.Get_size())
+                  and bool(env.get("MASTER_ADDR")) and bool(env.get("MASTER_PORT")))
+    if comm.allreduce(consistent, op=MPI.LAND):
+        return
     addr, port = _master()
     local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    os.environ.setdefault("RANK", str(comm.Get_rank()))
-    os.environ.setdefault("WORLD_SIZE", str(comm.Get_size()))
-    os.environ.setdefault("LOCAL_RANK", str(local.Get_rank()))
-    os.environ.setdefault("LOCAL_WORLD_SIZE", str(local.Get_size()))
-    os.environ.setdefault("MASTER_ADDR", addr)
-    os.environ.setdefault("MASTER_PORT", str(port))
+    env["RANK"] = str(comm.Get_rank())
+    env["WORLD_SIZE"] = str(comm.Get_size())
+    env["LOCAL_RANK"] = str(local.Get_rank())
+    env["LOCAL_WORLD_SIZE"] = str(local.Get_size())
+    env["MASTER_ADDR"] = addr
+    env["MASTER_PORT"] = str(port)
     local.Free()
 
 
