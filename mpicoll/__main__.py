@@ -46,7 +46,7 @@ def info() -> list[tuple[str, str]]:
         try:
             importlib.import_module(module)
             rows.append((module, version))
-        except Exception as e:  # noqa: BLE001 - report, never fail
+        except Exception as e:
             rows.append((module, f"{version} (import failed: {type(e).__name__}: {e})"))
     return rows
 

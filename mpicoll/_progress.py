@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ._work import Work
 
@@ -52,7 +53,7 @@ class _Engine:
             for work, callback in finished:
                 try:
                     callback(work)
-                except Exception:  # noqa: BLE001 - a callback must not kill the thread
+                except Exception:
                     import traceback
 
                     traceback.print_exc()

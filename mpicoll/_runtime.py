@@ -32,7 +32,7 @@ def _install_abort_hook(MPI: Any) -> None:
         # the next collective for ever: print the traceback, then end the job.
         try:
             previous(etype, value, tb)
-        except Exception:  # noqa: BLE001
+        except Exception:
             traceback.print_exception(etype, value, tb)
         rank = MPI.COMM_WORLD.Get_rank()
         sys.stderr.write(f"mpicoll: uncaught exception on rank {rank}; aborting the job "

@@ -92,3 +92,37 @@ def test_ddp_ignores_stale_rendezvous_environment():
     assert p.returncode == 0, p.stderr
     assert {_line(out[r], f"rank {r}/2: final loss ").split("checksum ")[1]
             for r in range(2)}.__len__() == 1
+
+
+def test_moe_token_exchange_example():
+    import ast
+
+    p, out = run_per_rank(4, ["examples/moe_token_exchange.py"], timeout=300)
+    assert p.returncode == 0, p.stderr
+    sent, received = {}, {}
+    for r in range(4):
+        line = _line(out[r], f"rank {r}: sent ")
+        assert line.endswith(" tokens ok")
+        s, rest = line.split(" received ")
+        sent[r], received[r] = ast.literal_eval(s), ast.literal_eval(rest[:-len(" tokens ok")])
+        assert sum(sent[r]) == 32
+    for r in range(4):  # what r received from i is what i sent to r
+        assert received[r] == [sent[i][r] for i in range(4)]
+
+
+def test_numpy_fft2_transpose_example():
+    p, out = run_per_rank(4, ["examples/numpy_fft2_transpose.py"], timeout=300)
+    assert p.returncode == 0, p.stderr
+    line = _line(out[0], "distributed fft2 of 32x32 on 4 ranks: max error ")
+    assert line.endswith(" ok") and float(line.split()[0]) < 1e-9
+
+
+def test_jax_functional_example():
+    pytest.importorskip("jax")
+    p, out = run_per_rank(2, ["examples/jax_functional.py"], timeout=300)
+    assert p.returncode == 0, p.stderr
+    for r in range(2):
+        assert _line(out[r], f"rank {r}: ") == (
+            "all_reduce [10.0, 12.0, 14.0, 16.0] all_gather [[0], [1, 1]] all_to_all_single "
+            f"[{2.0 * r}, {2.0 * r + 1}, {100 + 2.0 * r}, {101 + 2.0 * r}] recv_sizes [2, 2] "
+            "type ArrayImpl")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -167,7 +168,7 @@ def _name(dt: np.dtype) -> str:
 def _from_dlpack(x: Any, op: str, name: str) -> np.ndarray:
     try:
         dev = x.__dlpack_device__()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise TypeError(f"{op}: {name}: __dlpack_device__ failed: {e}") from e
     if int(dev[0]) not in (1, 3):  # kDLCPU, kDLCUDAHost
         raise ValueError(f"{op}: {name} is on DLPack device {tuple(dev)}; only host memory is supported")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 
-@lru_cache(maxsize=None)
+@cache
 def _issubclass_fast(cls: type, modname: str, clsname: str) -> bool:
     # A framework that was never imported cannot have produced ``cls``.
     mod = sys.modules.get(modname)

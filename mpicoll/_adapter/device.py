@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from functools import lru_cache
-from typing import Any
+from functools import cache
 
 # DLPack device types (dlpack.h)
 CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, VPI, ROCM, ROCM_HOST = 1, 2, 3, 4, 7, 8, 9, 10, 11
@@ -83,7 +82,7 @@ def _query_library() -> bool | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def gpu_aware() -> tuple[bool, str]:
     """(is the MPI GPU-aware, why we think so), decided once per process."""
     from mpi4py import MPI

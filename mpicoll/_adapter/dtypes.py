@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -36,7 +36,7 @@ def carrier_for(itemsize: int) -> np.dtype:
         raise TypeError(f"dtype of {itemsize} bytes per element is not supported") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def mpi_datatype(np_dtype: np.dtype):  # -> MPI.Datatype
     """The predefined MPI datatype for a host carrier dtype (reductions need one)."""
     from mpi4py import MPI

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from mpi4py import MPI
@@ -76,7 +77,7 @@ def _large_hint(args: Any) -> str:
 def _describe(e: Any) -> str:
     try:
         return e.Get_error_string().strip()
-    except Exception:  # noqa: BLE001
+    except Exception:
         return str(e)
 
 

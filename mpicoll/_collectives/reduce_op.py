@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from functools import lru_cache
+from functools import cache
 from typing import Any, NamedTuple
 
 from .._adapter.dtypes import kind_of
@@ -73,7 +73,7 @@ def as_reduce_op(op: Any, opname: str) -> tuple[ReduceOp, Any]:
     raise ValueError(f"{opname}: op {op!r} is not a ReduceOp")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _plan(dtype: str, rop: ReduceOp, opname: str) -> tuple[Any, bool, bool]:
     from mpi4py import MPI
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import mpicoll.paddle as _paddle3
+
 from . import (
     HINT_2X,
     Group,
@@ -51,34 +53,7 @@ from . import (
 if TYPE_CHECKING:
     from .._work import Work
 
-__all__ = [
-    "Group",
-    "P2POp",
-    "ReduceOp",
-    "all_gather",
-    "all_gather_object",
-    "all_reduce",
-    "alltoall",
-    "alltoall_single",
-    "barrier",
-    "batch_isend_irecv",
-    "broadcast",
-    "broadcast_object_list",
-    "gather",
-    "get_rank",
-    "get_world_size",
-    "init_parallel_env",
-    "irecv",
-    "is_initialized",
-    "isend",
-    "new_group",
-    "recv",
-    "reduce",
-    "reduce_scatter",
-    "scatter",
-    "scatter_object_list",
-    "send",
-]
+__all__ = list(_paddle3.__all__)  # the same names; two of them take the 2.x order
 
 
 def alltoall(in_tensor_list: list[Any], out_tensor_list: list[Any], group: Any = None,

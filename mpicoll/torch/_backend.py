@@ -53,23 +53,23 @@ class MpicollProcessGroup(dist.ProcessGroup):
 
     # -- metadata ------------------------------------------------------------------
 
-    def getBackendName(self) -> str:  # noqa: N802 - torch's name
+    def getBackendName(self) -> str:
         return "mpicoll"
 
-    def setGroupName(self, name: str) -> None:  # noqa: N802
+    def setGroupName(self, name: str) -> None:
         self._name = name
 
-    def getGroupName(self) -> str:  # noqa: N802
+    def getGroupName(self) -> str:
         return self._name
 
     @property
     def group_name(self) -> str:
         return self._name
 
-    def setGroupDesc(self, desc: str) -> None:  # noqa: N802
+    def setGroupDesc(self, desc: str) -> None:
         self._desc = desc
 
-    def getGroupDesc(self) -> str:  # noqa: N802
+    def getGroupDesc(self) -> str:
         return self._desc
 
     @property
@@ -196,12 +196,12 @@ class MpicollProcessGroup(dist.ProcessGroup):
 
     # -- point to point (always nonblocking: a blocking Send could deadlock pairs) --
 
-    def send(self, tensors: Any, dstRank: int, tag: int = 0) -> Any:  # noqa: N803
+    def send(self, tensors: Any, dstRank: int, tag: int = 0) -> Any:
         ts = _tensors(tensors)
         works = [mpicoll.isend(t, group=self._group, tag=tag, group_dst=dstRank) for t in ts]
         return TorchWork(works, ts)
 
-    def recv(self, tensors: Any, srcRank: int, tag: int = 0) -> Any:  # noqa: N803
+    def recv(self, tensors: Any, srcRank: int, tag: int = 0) -> Any:
         ts = _tensors(tensors)
         works = [mpicoll.irecv(t, group=self._group, tag=tag, group_src=srcRank) for t in ts]
         return TorchWork(works, ts, self._group.ranks)
