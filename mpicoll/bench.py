@@ -105,7 +105,8 @@ def _reduce_scatter(n: int, p: int, rank: int) -> dict[str, Any]:
         "raw": lambda: COMM.Reduce_scatter_block([send, blk, MPI.FLOAT], [recv, blk, MPI.FLOAT],
                                                  MPI.SUM),
         "mpicoll": lambda s, r: dist.reduce_scatter_tensor(r, s),
-        "gloo": lambda td, s, r: td.reduce_scatter_tensor(r, s),
+        # torch 2.13's name; reduce_scatter_tensor is its deprecated alias (warns per call)
+        "gloo": lambda td, s, r: td.reduce_scatter_single(r, s),
     }
 
 
@@ -119,7 +120,7 @@ def _allgather(n: int, p: int, rank: int) -> dict[str, Any]:
         "send": send, "recv": recv, "expect": expect,
         "raw": lambda: COMM.Allgather([send, blk, MPI.FLOAT], [recv, blk, MPI.FLOAT]),
         "mpicoll": lambda s, r: dist.all_gather_into_tensor(r, s),
-        "gloo": lambda td, s, r: td.all_gather_into_tensor(r, s),
+        "gloo": lambda td, s, r: td.all_gather_single(r, s),
     }
 
 

@@ -8,5 +8,5 @@ import mpicoll.torch  # noqa: F401
 try:
     dist.init_process_group("mpicoll", store=dist.HashStore(), rank=0, world_size=2,
                             timeout=timedelta(seconds=20))
-except Exception as e:  # noqa: BLE001
+except Exception as e:
     print(f"{type(e).__name__}: {e}")
