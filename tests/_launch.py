@@ -48,28 +48,12 @@ def run(n: int, args: list[str], timeout: float = 120, **env: str) -> subprocess
                           text=True, timeout=timeout, check=False)
 
 
-def _flavour() -> str:
-    out = subprocess.run([*mpiexec(), "--version"], capture_output=True, text=True,
-                         timeout=30, check=False).stdout
-    if "HYDRA" in out:
-        return "hydra"
-    if "Open MPI" in out or "OpenRTE" in out or "PRRTE" in out or "prterun" in out:
-        return "openmpi"
-    return "other"
-
-
 def run_per_rank(n: int, args: list[str], timeout: float = 120,
                  **env: str) -> tuple[subprocess.CompletedProcess, dict[int, str]]:
     """Like :func:`run`, plus each rank's own stdout, uninterleaved (one file per rank)."""
     with tempfile.TemporaryDirectory() as tmp:
-        flavour = _flavour()
-        if flavour == "hydra":
-            flags = ["-outfile-pattern", f"{tmp}/out.%r", "-errfile-pattern", f"{tmp}/err.%r"]
-        elif flavour == "openmpi":
-            flags = ["--output", f"dir={tmp}"]
-        else:
-            raise RuntimeError("per-rank output needs MPICH's or Open MPI's mpiexec")
-        cmd = [*mpiexec(), *flags, "-n", str(n), sys.executable, *args]
+        wrapper = str(ROOT / "tests" / "scripts" / "per_rank_output.py")
+        cmd = [*mpiexec(), "-n", str(n), sys.executable, wrapper, tmp, *args]
         try:
             p = subprocess.run(cmd, cwd=ROOT, env=clean_env(**env), capture_output=True,
                                text=True, timeout=timeout, check=False)
@@ -79,11 +63,11 @@ def run_per_rank(n: int, args: list[str], timeout: float = 120,
             raise AssertionError(f"{' '.join(cmd)} timed out after {timeout} s\n{logs}") from e
         out, err = {}, []
         for path in sorted(Path(tmp).rglob("*")):
-            m = re.search(r"out\.(\d+)$|rank\.(\d+)/stdout$", path.as_posix())
-            if m and path.is_file():
-                out[int(m.group(1) or m.group(2))] = path.read_text()
-            m = re.search(r"err\.(\d+)$|rank\.(\d+)/stderr$", path.as_posix())
-            if m and path.is_file():
-                err.append(f"--- rank {m.group(1) or m.group(2)} stderr ---\n{path.read_text()}")
+            m = re.search(r"out\.(\d+)$", path.name)
+            if m:
+                out[int(m.group(1))] = path.read_text()
+            m = re.search(r"err\.(\d+)$", path.name)
+            if m:
+                err.append(f"--- rank {m.group(1)} stderr ---\n{path.read_text()}")
         p.stderr = "\n".join([p.stderr, *err])  # every rank's stderr, for failure messages
     return p, out

@@ -75,12 +75,23 @@ def _master() -> tuple[str, int]:
     hosts = comm.allgather(host)
     addr, port = "", 0
     if comm.Get_rank() == 0:
-        addr = os.environ.get("MPICOLL_MASTER_ADDR") or (
-            "127.0.0.1" if len(set(hosts)) == 1 else socket.gethostbyname(host))
+        addr = os.environ.get("MPICOLL_MASTER_ADDR", "")
+        if not addr and len(set(hosts)) == 1:
+            addr = "127.0.0.1"
+        elif not addr:
+            try:
+                addr = socket.gethostbyname(host)
+            except OSError as e:
+                # the error reaches every rank through the bcast below
+                addr = f"!mpicoll.torch: rank 0's host name {host!r} does not resolve ({e}): " \
+                       "set MPICOLL_MASTER_ADDR to an address of rank 0 that the others can reach"
         with socket.socket() as s:
             s.bind(("", 0))
             port = s.getsockname()[1]
-    return comm.bcast((addr, port), root=0)
+    addr, port = comm.bcast((addr, port), root=0)
+    if addr.startswith("!"):
+        raise RuntimeError(addr[1:])
+    return addr, port
 
 
 def _mpi_rendezvous(url: str, timeout: timedelta = timedelta(minutes=5), **kwargs: Any):

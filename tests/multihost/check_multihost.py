@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for _launch
-from _launch import run_per_rank  # noqa: E402
+from _launch import run_per_rank
 
 BASE = os.environ.get("MH_MPIEXEC", "")
 NHOSTS = int(os.environ.get("MH_NHOSTS", "2"))

@@ -45,6 +45,7 @@ mh_teardown() {
         ip link del "$MH_VETH$i" 2>/dev/null || true
         rm -rf "/etc/netns/$ns"
     done
+    [ -e "/run/netns/${MH_NS}probe" ] && ip netns del "${MH_NS}probe" 2>/dev/null
     ip link del "$MH_BR" 2>/dev/null || true
     rmdir /etc/netns 2>/dev/null || true   # only if empty: never remove anything not ours
     return 0
