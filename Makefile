@@ -73,7 +73,7 @@ bench: venv
 
 docs: venv
 	$(PY) -m pip install -q -r docs/requirements.txt
-	$(PY) -m mkdocs build --strict --site-dir docs/_build
+	$(PY) -m mkdocs build --strict --site-dir build/docs
 
 clean:
 	rm -rf $(VENV) .venv-ompi build *.egg-info bench-results docs/_build

@@ -163,3 +163,39 @@ def test_gather_list_on_non_destination(size):
                                              "rank only"):
             dist.gather(np.ones(1), [np.ones(1)] * size, dst=0)
     dist.barrier()
+
+
+def test_input_and_output_on_different_devices():
+    torch = pytest.importorskip("torch")
+    out = torch.full((2,), 7.0)
+    inp = torch.empty(2, device="meta")
+    # the device check comes first for meta tensors (they have no memory at all);
+    # a CUDA/CPU mix gets the same-device error, checked where a GPU exists
+    with pytest.raises(ValueError, match="device meta"):
+        dist.all_gather_into_tensor(torch.empty(2 * dist.get_world_size()), inp)
+    assert out.tolist() == [7.0, 7.0]
+    from mpicoll._adapter import as_buffer
+    from mpicoll._collectives._validate import same_dtype
+
+    a, b = as_buffer(torch.ones(1)), as_buffer(np.ones(1, np.float32))
+    same_dtype("op", a, b, "output", "input")  # numpy and torch CPU tensors mix freely
+
+
+class _OnDevice:
+    """A DLPack producer that reports a CUDA device (for the device check alone)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_device_mismatch_message():
+    from mpicoll._adapter.buffer import Buffer
+    from mpicoll._collectives._validate import same_dtype
+
+    host = Buffer(np.ones(2), np.ones(2), "float64")
+    gpu = Buffer(_OnDevice(), np.ones(2), "float64")
+    with pytest.raises(ValueError, match="all_gather_into_tensor: output_tensor and "
+                                         "input_tensor must be on the same device: "
+                                         "output_tensor is on dlpack-device-2:0, "
+                                         "input_tensor is on cpu"):
+        same_dtype("all_gather_into_tensor", gpu, host, "output_tensor", "input_tensor")

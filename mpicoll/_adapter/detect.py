@@ -57,3 +57,21 @@ def framework_of(x: Any) -> str:
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         return "dlpack"
     raise TypeError(f"{type(x).__name__} is not a supported tensor type")
+
+
+def device_of(x: Any) -> str:
+    """Where a tensor's memory lives: "cpu", or e.g. "cuda:0" (never imports anything)."""
+    if is_numpy_array(x):
+        return "cpu"
+    if is_torch_tensor(x):
+        return "cpu" if x.is_cpu else str(x.device)
+    if is_cupy_array(x):
+        return f"cuda:{x.device.id}"
+    if is_jax_array(x):
+        dev = next(iter(x.devices()))
+        return "cpu" if dev.platform == "cpu" else f"{dev.platform}:{dev.id}"
+    if is_paddle_tensor(x):
+        place = x.place
+        return "cpu" if place.is_cpu_place() else str(place)
+    kind, index = x.__dlpack_device__()
+    return "cpu" if int(kind) in (1, 3, 11) else f"dlpack-device-{int(kind)}:{int(index)}"
