@@ -7,7 +7,16 @@ defaults) for numpy, torch and any DLPack tensor, over mpi4py.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any
+
+# Open MPI 5's AVX reduction kernels saturate 8- and 16-bit integer sums (100 + 100
+# gives 127) where C, numpy, torch and MPICH wrap (-56). If MPI is not started yet
+# and the user has not chosen, leave that component out (an Open MPI setting that
+# other MPIs ignore); otherwise mpicoll sums those dtypes in 32 bits instead.
+if "mpi4py.MPI" not in sys.modules and "OMPI_MCA_op" not in os.environ:
+    os.environ["OMPI_MCA_op"] = "^avx"
 
 # Public name -> module that defines it. Modules load on first attribute
 # access, so ``import mpicoll`` neither initialises MPI nor imports numpy.

@@ -108,3 +108,16 @@ def test_all_reduce_async_avg_bf16_written_at_completion(rank, size):
     expected = reduce_ref([values("bfloat16", (6,), r) for r in range(size)], "AVG",
                           "bfloat16")
     np.testing.assert_allclose(t.float().numpy(), expected, rtol=2**-7)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "uint8"])
+def test_integer_sum_wraps_like_numpy(xp, dtype, rank, size):
+    # long enough for vectorised reduction kernels (Open MPI's AVX ones saturated)
+    info = np.iinfo(dtype)
+    x = np.full(1024, info.max - 3, dtype)
+    t = to_xp(x, dtype, xp)
+    dist.all_reduce(t)
+    expected = np.full(1024, info.max - 3, dtype)
+    for _ in range(size - 1):
+        expected = expected + x  # numpy wraps modulo 2**bits
+    assert_equal(t, expected, dtype)

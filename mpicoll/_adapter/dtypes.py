@@ -64,14 +64,16 @@ def f32_to_bf16(x: np.ndarray, out: np.ndarray) -> None:
 
 
 def widen(a: np.ndarray, dtype: str) -> np.ndarray:
-    """Copy a lowp carrier array to float32 for accumulation."""
+    """Copy a lowp carrier array to float32 (small ints to 32 bits) for accumulation."""
     if dtype == "bfloat16":
         return bf16_to_f32(a)
+    if a.dtype.kind in "iu":
+        return a.astype(np.int32 if a.dtype.kind == "i" else np.uint32)
     return a.astype(np.float32)
 
 
 def narrow_into(x: np.ndarray, out: np.ndarray, dtype: str) -> None:
-    """Round float32 ``x`` back into the lowp carrier array ``out``."""
+    """Round float32 ``x`` back into the lowp carrier ``out`` (integers wrap, as in C)."""
     if dtype == "bfloat16":
         f32_to_bf16(x, out)
     else:

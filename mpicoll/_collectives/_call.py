@@ -12,6 +12,7 @@ from .._checkmode import verify
 from .._env import settings as _settings
 from .._watchdog import _summarise, watchdog
 from .._work import Work
+from . import _large
 from ..errors import MPIError
 
 
@@ -29,6 +30,15 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     if settings.check:
         verify(op, group, sig() if sig is not None else {})
     comm = group.comm
+    if _LARGE_MAYBE and _large.needed(args):
+        # counts above INT_MAX on an MPI-3 library: rewritten, and done before returning
+        try:
+            _large.call(comm, method, args)
+        except MPI.Exception as e:
+            raise MPIError(op, f"{_describe(e)} [{_summarise(args)}]") from e
+        if finalize is not None:
+            finalize()
+        return done(op, outputs) if async_op else None
     try:
         if async_op:
             req = getattr(comm, "I" + method[0].lower() + method[1:])(*args)
@@ -52,6 +62,7 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
 
 
 _INT_MAX = 2**31 - 1
+_LARGE_MAYBE = MPI.Get_version() < (4, 0)  # only MPI-3 libraries need the rewrite
 
 
 def _large_hint(args: Any) -> str:

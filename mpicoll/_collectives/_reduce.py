@@ -26,10 +26,12 @@ def send_side(plan: Plan, arr: np.ndarray, dtype: str) -> np.ndarray:
     return arr
 
 
-def recv_side(plan: Plan, out: np.ndarray) -> np.ndarray:
-    """Where MPI writes the reduced values: ``out`` or a float32 temporary."""
+def recv_side(plan: Plan, out: np.ndarray, dtype: str) -> np.ndarray:
+    """Where MPI writes the reduced values: ``out`` or a wider temporary."""
     if plan.widen:
-        return np.empty(out.shape, dtype=np.float32)
+        wide = np.float32 if dtype in ("float16", "bfloat16") else (
+            np.int32 if out.dtype.kind == "i" else np.uint32)
+        return np.empty(out.shape, dtype=wide)
     return out
 
 

@@ -38,7 +38,7 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
     p = plan(buf.dtype, op, name)
     arr = buf.array
     send = _reduce.send_side(p, arr, buf.dtype)
-    recv = _reduce.recv_side(p, arr)
+    recv = _reduce.recv_side(p, arr, buf.dtype)
     if send is recv:
         args = (MPI.IN_PLACE, [recv, mpi_datatype(recv.dtype)], p.mpi_op)
     elif p.widen and p.factor is None:

@@ -95,7 +95,23 @@ def _plan(dtype: str, rop: ReduceOp, opname: str) -> tuple[Any, bool, bool]:
         mpi_op = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PREMUL_SUM: MPI.SUM,
                   ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX,
                   ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[rop]
-    return mpi_op, kind == "lowp", rop == ReduceOp.AVG
+    # Open MPI 5's AVX kernels saturate 8- and 16-bit integer sums (100 + 100 = 127)
+    # where C, numpy, torch and MPICH wrap: sum those in 32 bits and wrap on the way back
+    small_int_sum = (kind in ("int", "uint") and dtype[-1] in "68" and not dtype.endswith("64")
+                     and rop == ReduceOp.SUM and _saturating_mpi())
+    return mpi_op, kind == "lowp" or small_int_sum, rop == ReduceOp.AVG
+
+
+@cache
+def _saturating_mpi() -> bool:
+    """Open MPI with its AVX reduction kernels, which saturate small integer sums."""
+    import os
+
+    from mpi4py import MPI
+
+    excluded = os.environ.get("OMPI_MCA_op", "").replace(" ", "")
+    return "Open MPI" in MPI.Get_library_version() and not (
+        excluded.startswith("^") and "avx" in excluded[1:].split(","))
 
 
 _FAST: dict[tuple[str, Any], Plan] = {}

@@ -36,7 +36,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     if np.may_share_memory(src.view, dst.view):
         src.detach_input()
     send = _reduce.send_side(p, src.array, src.dtype)
-    recv = _reduce.recv_side(p, dst.array)
+    recv = _reduce.recv_side(p, dst.array, dst.dtype)
     dt = mpi_datatype(recv.dtype)
     count = recv.size
     args = ([send, count, dt], [recv, count, dt], p.mpi_op)
@@ -73,7 +73,7 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     if np.may_share_memory(packed, dst.view):
         packed = packed.copy()
     send = _reduce.send_side(p, packed, dst.dtype)
-    recv = _reduce.recv_side(p, dst.array)
+    recv = _reduce.recv_side(p, dst.array, dst.dtype)
     dt = mpi_datatype(recv.dtype)
     if min(counts) == max(counts):
         method, args = "Reduce_scatter_block", ([send, counts[0], dt], [recv, counts[0], dt],

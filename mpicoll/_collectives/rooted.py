@@ -62,7 +62,7 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
         recv = send
         args = (MPI.IN_PLACE, [recv, mpi_datatype(recv.dtype)], p.mpi_op, root)
     else:
-        recv = _reduce.recv_side(p, buf.array)
+        recv = _reduce.recv_side(p, buf.array, buf.dtype)
         dt = mpi_datatype(recv.dtype)
         args = ([send, dt], [recv, dt], p.mpi_op, root)
     fin = _reduce.finisher(p, recv, buf, pg._size)

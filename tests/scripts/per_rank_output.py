@@ -1,6 +1,6 @@
 """Run a script with this rank's stdout/stderr in files of its own.
 
-Usage: python per_rank_output.py <dir> <script> [args...]. The rank comes from the
+Usage: python per_rank_output.py <dir> <script | -c code> [args...]. The rank comes from the
 launcher's environment (Hydra's PMI_RANK, Open MPI's OMPI_COMM_WORLD_RANK, PMIx's
 PMIX_RANK), so MPI is not initialised here; the script runs as ``__main__``.
 Launchers' own per-rank output options are not portable (Open MPI 5's
@@ -19,6 +19,11 @@ for fd, name in ((1, "out"), (2, "err")):
     os.close(f)
 sys.stdout = os.fdopen(1, "w", buffering=1)
 sys.stderr = os.fdopen(2, "w", buffering=1)
-sys.argv = [script, *args]
-sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-runpy.run_path(script, run_name="__main__")
+if script == "-c":  # python -c CODE [args]
+    code, *rest = args
+    sys.argv = ["-c", *rest]
+    exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+else:
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    runpy.run_path(script, run_name="__main__")
