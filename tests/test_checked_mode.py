@@ -45,23 +45,24 @@ def test_unchecked_truncation_surfaces_as_mpicoll_error():
 
 def test_unchecked_different_collectives_end_in_watchdog_report():
     start = time.monotonic()
-    p = run(3, ["tests/scripts/disagree.py", "collective"], timeout=60, MPICOLL_TIMEOUT="3")
+    # generous enough that a slow start-up on a loaded machine is not mistaken for a hang
+    p = run(3, ["tests/scripts/disagree.py", "collective"], timeout=90, MPICOLL_TIMEOUT="8")
     assert p.returncode != 0
     # whichever stuck rank's watchdog fires first reports its own operation
-    assert re.search(r"mpicoll watchdog: rank \d stuck for [\d.]+ s \(timeout 3 s\) in "
+    assert re.search(r"mpicoll watchdog: rank \d stuck for [\d.]+ s \(timeout 8 s\) in "
                      r"(all_reduce|broadcast) #1 on group '0'", p.stderr), p.stderr
-    assert time.monotonic() - start < 45
+    assert time.monotonic() - start < 60
 
 
 def test_skipped_collective_watchdog_names_the_operation():
     start = time.monotonic()
-    p = run(3, ["tests/scripts/skip_collective.py"], timeout=60, MPICOLL_TIMEOUT="2")
+    p = run(3, ["tests/scripts/skip_collective.py"], timeout=90, MPICOLL_TIMEOUT="8")
     assert p.returncode != 0
     assert "unreachable" not in p.stdout
-    assert "(timeout 2 s) in all_reduce #2 on group '0' (global ranks [0, 1, 2]), " \
+    assert "(timeout 8 s) in all_reduce #2 on group '0' (global ranks [0, 1, 2]), " \
            "args: float32[16]" in p.stderr
     assert "last completed operations (oldest first):\n  barrier #1" in p.stderr
-    assert time.monotonic() - start < 45
+    assert time.monotonic() - start < 60
 
 
 def test_killed_rank_ends_the_job():
@@ -69,4 +70,4 @@ def test_killed_rank_ends_the_job():
     p = run(3, ["tests/scripts/sigkill_one_rank.py"], timeout=60)
     assert p.returncode != 0
     assert "unreachable" not in p.stdout
-    assert time.monotonic() - start < 45
+    assert time.monotonic() - start < 60
