@@ -126,3 +126,14 @@ def test_jax_functional_example():
             "all_reduce [10.0, 12.0, 14.0, 16.0] all_gather [[0], [1, 1]] all_to_all_single "
             f"[{2.0 * r}, {2.0 * r + 1}, {100 + 2.0 * r}, {101 + 2.0 * r}] recv_sizes [2, 2] "
             "type ArrayImpl")
+
+
+def test_quickstart_example():
+    p, out = run_per_rank(4, ["examples/quickstart.py"], timeout=300)
+    assert p.returncode == 0, p.stderr
+    for r in range(4):
+        # all_reduce of rank values; rank r receives r+1 rows from every rank j,
+        # filled with 10 * j + r
+        rows = [10 * j + r for j in range(4) for _ in range(r + 1)]
+        assert _line(out[r], f"rank {r}: ") == (
+            f"all_reduce -> [6.0, 6.0, 6.0]; all_to_all_single -> {rows}")
