@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -38,6 +39,7 @@ def _install_abort_hook(MPI: Any) -> None:
         sys.stderr.write(f"mpicoll: uncaught exception on rank {rank}; aborting the job "
                          "(set MPICOLL_ABORT_ON_EXCEPTION=0 to disable)\n")
         sys.stderr.flush()
+        time.sleep(0.5)  # let the launcher forward the traceback before the job is killed
         MPI.COMM_WORLD.Abort(1)
 
     sys.excepthook = abort_on_exception

@@ -112,6 +112,7 @@ class _Watchdog:
         faulthandler.dump_traceback(all_threads=True)
         sys.stderr.write(f"mpicoll watchdog: rank {rank} aborting the job\n")
         sys.stderr.flush()
+        time.sleep(0.5)  # let the launcher forward the report before the job is killed
         MPI.COMM_WORLD.Abort(3)
 
 
