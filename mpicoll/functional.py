@@ -76,11 +76,25 @@ def _copy(x: Any) -> tuple[Any, Any]:
     return out, wrap
 
 
-def _size(group: Any, op: str) -> int:
+def _member(group: Any, op: str) -> Any:
     pg = _group.resolve(group, op)
     if pg is None:
         raise ValueError(f"{op}: this rank is not a member of group")
-    return pg.size()
+    return pg
+
+
+def _size(group: Any, op: str) -> int:
+    return _member(group, op).size()
+
+
+def _views(flat: Any, shapes: list[tuple[int, ...]]) -> list[Any]:
+    """Consecutive pieces of a flat tensor, one of each shape (adjacent views)."""
+    out, off = [], 0
+    for s in shapes:
+        k = math.prod(s)
+        out.append(flat[off:off + k].reshape(s))
+        off += k
+    return out
 
 
 def all_reduce(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
@@ -118,28 +132,15 @@ def all_gather_into_tensor(input: Any, group: Any = None, stacked: bool = False)
 
 def all_gather(input: Any, group: Any = None) -> list[Any]:
     """Every rank's ``input`` as a list; shapes may differ per rank (negotiated)."""
-    n = _size(group, "all_gather")
-    pg = _group.resolve(group, "all_gather")
+    pg = _member(group, "all_gather")
     shapes = pg.comm.allgather(_shape(input))  # one small exchange of shapes
     if len({len(s) for s in shapes}) > 1 or len({s[1:] for s in shapes}) > 1:
         raise ValueError(f"all_gather: inputs must agree in every dimension but the first: "
                          f"got shapes {shapes}")
     flat, wrap = _empty(input, (sum(math.prod(s) for s in shapes),))
-    outs, off = [], 0
-    for s in shapes:  # adjacent views of one buffer: gathered without an unpack
-        k = math.prod(s)
-        outs.append(flat[off:off + k].reshape(s))
-        off += k
+    outs = _views(flat, shapes)  # adjacent views of one buffer: gathered without an unpack
     _ag.all_gather(outs, input, group)
-    if wrap is None:
-        return outs
-    res = wrap(flat)
-    out, off = [], 0
-    for s in shapes[:n]:
-        k = math.prod(s)
-        out.append(res[off:off + k].reshape(s))
-        off += k
-    return out
+    return outs if wrap is None else _views(wrap(flat), shapes)
 
 
 def reduce_scatter_tensor(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
@@ -156,9 +157,7 @@ def reduce_scatter_tensor(input: Any, op: Any = ReduceOp.SUM, group: Any = None)
 
 def reduce_scatter(input_list: list[Any], op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """The reduction of every rank's ``input_list[rank]`` (sizes may differ per index)."""
-    pg = _group.resolve(group, "reduce_scatter")
-    if pg is None:
-        raise ValueError("reduce_scatter: this rank is not a member of group")
+    pg = _member(group, "reduce_scatter")
     if not isinstance(input_list, (list, tuple)) or len(input_list) != pg.size():
         raise ValueError(f"reduce_scatter: input_list must have one tensor per rank: "
                          f"expected {pg.size()}")
@@ -203,26 +202,13 @@ def all_to_all(input_tensor_list: list[Any], group: Any = None) -> list[Any]:
 
     Shapes may differ per peer: they are negotiated with one small all-to-all.
     """
-    pg = _group.resolve(group, "all_to_all")
-    if pg is None:
-        raise ValueError("all_to_all: this rank is not a member of group")
+    pg = _member(group, "all_to_all")
     if not isinstance(input_tensor_list, (list, tuple)) or len(input_tensor_list) != pg.size():
         raise ValueError(f"all_to_all: input_tensor_list must have one tensor per rank: "
                          f"expected {pg.size()}")
     shapes = pg.comm.alltoall([_shape(t) for t in input_tensor_list])
     like = input_tensor_list[0]
     flat, wrap = _empty(like, (sum(math.prod(s) for s in shapes),))
-    outs, off = [], 0
-    for s in shapes:
-        k = math.prod(s)
-        outs.append(flat[off:off + k].reshape(s))
-        off += k
+    outs = _views(flat, shapes)
     _a2a.all_to_all(outs, list(input_tensor_list), group)
-    if wrap is None:
-        return outs
-    res, out, off = wrap(flat), [], 0
-    for s in shapes:
-        k = math.prod(s)
-        out.append(res[off:off + k].reshape(s))
-        off += k
-    return out
+    return outs if wrap is None else _views(wrap(flat), shapes)

@@ -12,8 +12,8 @@ from .._checkmode import verify
 from .._env import settings as _settings
 from .._watchdog import _summarise, watchdog
 from .._work import Work
-from . import _large
 from ..errors import MPIError
+from . import _large
 
 
 def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], Any] | None,

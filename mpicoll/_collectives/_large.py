@@ -168,24 +168,21 @@ def _rooted_p2p(comm: Any, root: int, pieces: dict[int, Any], mine: Any, dt: Any
         t.Free()
 
 
+def _pieces(vspec: Any) -> dict[int, np.ndarray]:
+    """Each rank's block of a ``[buf, (counts, displs), type]`` spec (none off the root)."""
+    if vspec is None:
+        return {}
+    buf, (counts, displs), _ = vspec
+    flat = _flat(buf)
+    return {j: flat[d:d + c] for j, (c, d) in enumerate(zip(counts, displs))}
+
+
 def _gatherv(comm: Any, send: list, recv: Any, root: int) -> None:
-    mine, dt = _flat(send[0]), send[1]
-    pieces = {}
-    if recv is not None:
-        r, (counts, displs), _ = recv
-        flat = _flat(r)
-        pieces = {j: flat[d:d + c] for j, (c, d) in enumerate(zip(counts, displs))}
-    _rooted_p2p(comm, root, pieces, mine, dt, gather=True)
+    _rooted_p2p(comm, root, _pieces(recv), _flat(send[0]), send[1], gather=True)
 
 
 def _scatterv(comm: Any, send: Any, recv: list, root: int) -> None:
-    mine, dt = _flat(recv[0]), recv[1]
-    pieces = {}
-    if send is not None:
-        s, (counts, displs), _ = send
-        flat = _flat(s)
-        pieces = {j: flat[d:d + c] for j, (c, d) in enumerate(zip(counts, displs))}
-    _rooted_p2p(comm, root, pieces, mine, dt, gather=False)
+    _rooted_p2p(comm, root, _pieces(send), _flat(recv[0]), recv[1], gather=False)
 
 
 def _reduce_scatter(comm: Any, send: list, recv: list, counts: list[int], op: Any) -> None:

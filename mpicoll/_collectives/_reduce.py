@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from mpi4py import MPI
 
 from .._adapter import Buffer
-from .._adapter.dtypes import narrow_into, widen
+from .._adapter.dtypes import mpi_datatype, narrow_into, widen
 from .reduce_op import Plan
 
 
@@ -33,6 +34,22 @@ def recv_side(plan: Plan, out: np.ndarray, dtype: str) -> np.ndarray:
             np.int32 if out.dtype.kind == "i" else np.uint32)
         return np.empty(out.shape, dtype=wide)
     return out
+
+
+def into_place(plan: Plan, arr: np.ndarray, dtype: str) -> tuple[np.ndarray, tuple]:
+    """For a reduction whose result lands in ``arr``'s place: (the array MPI writes,
+    the (send, recv) buffer specs).
+
+    The reduction is in place (``MPI.IN_PLACE``) when it can be: on ``arr`` itself,
+    or on the private widened copy; only a pre-scaled low-precision input needs a
+    separate receive buffer.
+    """
+    send = send_side(plan, arr, dtype)
+    if send is arr or (plan.widen and plan.factor is None):
+        return send, (MPI.IN_PLACE, [send, mpi_datatype(send.dtype)])
+    recv = recv_side(plan, arr, dtype)
+    dt = mpi_datatype(recv.dtype)
+    return recv, ([send, dt], [recv, dt])
 
 
 def finisher(plan: Plan, recv: np.ndarray, out: Buffer, n: int) -> Callable[[], None]:

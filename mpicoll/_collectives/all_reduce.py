@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpi4py import MPI
-
 from .._adapter import as_buffer
-from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
 from .._work import Work
 from . import _reduce
@@ -36,17 +33,8 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
         return None
     buf = as_buffer(tensor, writable=True, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
-    arr = buf.array
-    send = _reduce.send_side(p, arr, buf.dtype)
-    recv = _reduce.recv_side(p, arr, buf.dtype)
-    if send is recv:
-        args = (MPI.IN_PLACE, [recv, mpi_datatype(recv.dtype)], p.mpi_op)
-    elif p.widen and p.factor is None:
-        recv = send  # a private float32 copy: reduce it in place
-        args = (MPI.IN_PLACE, [recv, mpi_datatype(recv.dtype)], p.mpi_op)
-    else:
-        dt = mpi_datatype(recv.dtype)
-        args = ([send, dt], [recv, dt], p.mpi_op)
+    recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
+    args = (*specs, p.mpi_op)
     fin = _reduce.finisher(p, recv, buf, pg._size)
     return issue(name, pg, "Allreduce", args, fin, async_op, [tensor],
                  sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "reduce_op": op_name(op)})

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from mpi4py import MPI
 
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
@@ -50,21 +49,16 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     is_root = pg._rank == root
     buf = as_buffer(tensor, writable=is_root, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
-    send = _reduce.send_side(p, buf.array, buf.dtype)
 
     def sig() -> dict[str, Any]:
         return {"dtype": buf.dtype, "numel": buf.numel, "root": root, "reduce_op": op_name(op)}
 
     if not is_root:
+        send = _reduce.send_side(p, buf.array, buf.dtype)
         args = ([send, mpi_datatype(send.dtype)], None, p.mpi_op, root)
         return issue(name, pg, "Reduce", args, None, async_op, [tensor], sig=sig)
-    if send is buf.array or (p.widen and p.factor is None):
-        recv = send
-        args = (MPI.IN_PLACE, [recv, mpi_datatype(recv.dtype)], p.mpi_op, root)
-    else:
-        recv = _reduce.recv_side(p, buf.array, buf.dtype)
-        dt = mpi_datatype(recv.dtype)
-        args = ([send, dt], [recv, dt], p.mpi_op, root)
+    recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
+    args = (*specs, p.mpi_op, root)
     fin = _reduce.finisher(p, recv, buf, pg._size)
     return issue(name, pg, "Reduce", args, fin, async_op, [tensor], sig=sig)
 

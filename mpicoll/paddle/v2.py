@@ -18,42 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import mpicoll.paddle as _paddle3
-
-from . import (
-    HINT_2X,
-    Group,
-    P2POp,
-    ReduceOp,
-    _alltoall,
-    _alltoall_single,
-    all_gather,
-    all_gather_object,
-    all_reduce,
-    barrier,
-    batch_isend_irecv,
-    broadcast,
-    broadcast_object_list,
-    gather,
-    get_rank,
-    get_world_size,
-    init_parallel_env,
-    irecv,
-    is_initialized,
-    isend,
-    new_group,
-    recv,
-    reduce,
-    reduce_scatter,
-    scatter,
-    scatter_object_list,
-    send,
-)
+# the 3.x API, then the two functions whose positional order differs are redefined
+from . import *  # noqa: F403
+from . import HINT_2X, _alltoall, _alltoall_single
+from . import __all__ as __all__  # the same names
 
 if TYPE_CHECKING:
     from .._work import Work
-
-__all__ = list(_paddle3.__all__)  # the same names; two of them take the 2.x order
 
 
 def alltoall(in_tensor_list: list[Any], out_tensor_list: list[Any], group: Any = None,
