@@ -190,10 +190,11 @@ class _OnDevice:
 
 def test_device_mismatch_message():
     from mpicoll._adapter.buffer import Buffer
+    from mpicoll._adapter.detect import device_of
     from mpicoll._collectives._validate import same_dtype
 
     host = Buffer(np.ones(2), np.ones(2), "float64")
-    gpu = Buffer(_OnDevice(), np.ones(2), "float64")
+    gpu = Buffer(_OnDevice(), np.ones(2), "float64", device=device_of(_OnDevice()))
     with pytest.raises(ValueError, match="all_gather_into_tensor: output_tensor and "
                                          "input_tensor must be on the same device: "
                                          "output_tensor is on dlpack-device-2:0, "

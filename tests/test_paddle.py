@@ -118,7 +118,7 @@ def test_staged_fallback_writes_into_a_strided_view(dtype):
     # the path for tensors DLPack refuses: a copy, written back with paddle.assign
     base = full([3, 4], dtype)
     view = base[:, 1:3]
-    arr, name, wb = hooks.staged_view(view, True, "test", "t")
+    arr, name, wb, _ = hooks.staged_view(view, True, "test", "t")
     assert name == dtype and arr.ctypes.data != view.data_ptr()
     new = pt(values("float32" if dtype == "bfloat16" else dtype, (3, 2), 5), dtype)
     wb(as_buffer(new).array.copy())  # what MPI leaves in a staged buffer: the carrier

@@ -21,17 +21,20 @@ class Buffer:
             zero-copy, else a staging copy written back by ``commit``).
         dtype: logical dtype name ("float32", "bfloat16", ...).
         shape: logical shape.
+        device: where the caller's memory lives ("cpu", "cuda:0", ...).
     """
 
-    __slots__ = ("_writeback", "array", "dtype", "obj", "shape", "view")
+    __slots__ = ("_writeback", "array", "device", "dtype", "obj", "shape", "view")
 
     def __init__(self, obj: Any, view: np.ndarray, dtype: str,
-                 writeback: Callable[[np.ndarray], None] | None = None) -> None:
+                 writeback: Callable[[np.ndarray], None] | None = None,
+                 device: str = "cpu", contiguous: bool | None = None) -> None:
         self.obj = obj
         self.view = view
         self.dtype = dtype
+        self.device = device
         self.shape = view.shape
-        if view.flags.c_contiguous:
+        if contiguous if contiguous is not None else view.flags.c_contiguous:
             self.array = view
         else:
             self.array = np.ascontiguousarray(view)
@@ -48,6 +51,11 @@ class Buffer:
     def staged(self) -> bool:
         """Whether MPI works on a copy rather than the caller's memory."""
         return self._writeback is not None
+
+    @property
+    def commit_hook(self) -> Callable[[], None] | None:
+        """``commit`` where there is something to write back, else None (nothing to call)."""
+        return self.commit if self._writeback is not None else None
 
     def flat(self) -> np.ndarray:
         """The data as a 1-D array (a view of ``array``)."""
@@ -73,26 +81,24 @@ def _overlapping_strides(view: np.ndarray) -> bool:
     return any(s == 0 and n > 1 for s, n in zip(view.strides, view.shape))
 
 
-View = tuple[np.ndarray, str, "Callable[[np.ndarray], None] | None"]
-
-
-def _numpy_view(x: Any, writable: bool, op: str, name: str) -> View:
-    return x, _NAMES.get(x.dtype) or _name(x.dtype), None
+# (a numpy view or the array MPI uses, logical dtype name, write-back hook or None,
+#  the device of the caller's memory)
+View = tuple[np.ndarray, str, "Callable[[np.ndarray], None] | None", str]
 
 
 def _numpy_subclass_view(x: Any, writable: bool, op: str, name: str) -> View:
     view = np.asarray(x)
-    return view, _name(view.dtype), None
+    return view, _name(view.dtype), None, "cpu"
 
 
 def _dlpack_view(x: Any, writable: bool, op: str, name: str) -> View:
     view = _from_dlpack(x, op, name)
-    return view, _name(view.dtype), None
+    return view, _name(view.dtype), None, "cpu"
 
 
 # Exact type -> how to view it; filled as types are first seen, so the per-call
 # cost is one dict lookup (frameworks are detected without being imported).
-_HANDLERS: dict[type, Callable[[Any, bool, str, str], View]] = {np.ndarray: _numpy_view}
+_HANDLERS: dict[type, Callable[[Any, bool, str, str], View]] = {}
 
 
 def _handler(x: Any, op: str, name: str) -> Callable[[Any, bool, str, str], View]:
@@ -123,21 +129,31 @@ def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tens
         op: collective name for error messages.
         name: argument name for error messages.
     """
-    view, dtype, wb = (_HANDLERS.get(type(x)) or _handler(x, op, name))(x, writable, op, name)
-    if dtype == "bool":
-        view = view.view(np.uint8)
-    elif view.dtype.kind == "V":  # ml_dtypes (bfloat16, float8_*) from JAX: move as bytes
-        view = view.view(carrier_for(view.dtype.itemsize))
+    if type(x) is np.ndarray:  # the common case, without a call
+        view, dtype, wb, device = x, _NAMES.get(x.dtype) or _name(x.dtype), None, "cpu"
+    else:
+        view, dtype, wb, device = (_HANDLERS.get(type(x)) or _handler(x, op, name))(
+            x, writable, op, name)
+    if dtype not in _PLAIN:
+        if dtype == "bool":
+            view = view.view(np.uint8)
+        elif view.dtype.kind == "V":  # ml_dtypes (bfloat16, float8_*) from JAX: as bytes
+            view = view.view(carrier_for(view.dtype.itemsize))
+    flags = view.flags
+    contiguous = flags.c_contiguous
     if writable:
-        flags = view.flags
-        if not flags.writeable:
+        if not getattr(flags, "writeable", True):  # CuPy's flags have no writeable
             raise BufferError(f"{op}: {name} is read-only and cannot receive data")
-        if not flags.c_contiguous and view.size > 1 and _overlapping_strides(view):
+        if not contiguous and view.size > 1 and _overlapping_strides(view):
             raise BufferError(
                 f"{op}: {name} has overlapping memory (a stride of 0, e.g. from expand) "
                 "and cannot receive data")
-    return Buffer(x, view, dtype, wb)
+    return Buffer(x, view, dtype, wb, device, contiguous)
 
+
+# dtypes whose view MPI takes as it is (bool is carried as uint8, ml_dtypes as bytes)
+_PLAIN = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                    "float16", "float32", "float64", "complex64", "complex128"})
 
 _NAMES: dict[np.dtype, str] = {}
 _frameworks: dict[str, Any] = {}

@@ -46,14 +46,14 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
             work.group, work.seq = group, group.seq
             return work
         timeout = group.timeout or settings.timeout
-        if timeout:
+        if timeout is None:
+            getattr(comm, method)(*args)
+        else:
             token = watchdog.begin(op, group, group.seq, args, timeout)
             try:
                 getattr(comm, method)(*args)
             finally:
                 watchdog.end(token)
-        else:
-            getattr(comm, method)(*args)
     except MPI.Exception as e:
         raise MPIError(op, f"{_describe(e)} [{_summarise(args)}]{_large_hint(args)}") from e
     if finalize is not None:

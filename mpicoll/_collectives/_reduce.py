@@ -52,11 +52,11 @@ def into_place(plan: Plan, arr: np.ndarray, dtype: str) -> tuple[np.ndarray, tup
     return recv, ([send, dt], [recv, dt])
 
 
-def finisher(plan: Plan, recv: np.ndarray, out: Buffer, n: int) -> Callable[[], None]:
+def finisher(plan: Plan, recv: np.ndarray, out: Buffer, n: int) -> Callable[[], None] | None:
     """The completion step: AVG's divide, rounding back to low precision, write-back."""
     average, widened, dtype = plan.average, plan.widen, out.dtype
     if not average and not widened:
-        return out.commit
+        return out.commit_hook
 
     def finish() -> None:
         if average:

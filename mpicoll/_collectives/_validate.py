@@ -16,7 +16,6 @@ except ImportError:  # numpy < 2
     byte_bounds = np.byte_bounds
 
 from .._adapter import Buffer, as_buffer
-from .._adapter.detect import device_of
 from .._group import ProcessGroup
 
 
@@ -25,10 +24,7 @@ def same_dtype(op: str, a: Buffer, b: Buffer, an: str, bn: str) -> None:
     if a.dtype != b.dtype:
         raise ValueError(f"{op}: {an} and {bn} must have the same dtype: "
                          f"{an} is {a.dtype}, {bn} is {b.dtype}")
-    x, y = a.obj, b.obj
-    if type(x) is np.ndarray and type(y) is np.ndarray:
-        return
-    da, db = device_of(x), device_of(y)
+    da, db = a.device, b.device
     if da != db:
         raise ValueError(f"{op}: {an} and {bn} must be on the same device: "
                          f"{an} is on {da}, {bn} is on {db}")

@@ -44,7 +44,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
         else:
             src.detach_input()
             sendspec = [src.array, count, dt]
-    return issue(name, pg, "Allgather", (sendspec, [rarr, count, dt]), dst.commit,
+    return issue(name, pg, "Allgather", (sendspec, [rarr, count, dt]), dst.commit_hook,
                  async_op, [output_tensor], sig=lambda: {"dtype": src.dtype, "numel": count})
 
 

@@ -56,7 +56,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     dt = mpi_datatype(sarr.dtype)
     if scounts is None and rcounts is None:
         args = ([sarr, sarr.size // n, dt], [rarr, rarr.size // n, dt])
-        return issue(name, pg, "Alltoall", args, dst.commit, async_op, [output],
+        return issue(name, pg, "Alltoall", args, dst.commit_hook, async_op, [output],
                      sig=lambda: {"dtype": src.dtype, "send": [sarr.size // n] * n,
                                   "recv": [rarr.size // n] * n})
     if scounts is None:
@@ -68,7 +68,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
         rcounts = [c * row for c in rcounts]
     args = ([sarr, (scounts, _pack.displs(scounts)), dt],
             [rarr, (rcounts, _pack.displs(rcounts)), dt])
-    return issue(name, pg, "Alltoallv", args, dst.commit, async_op, [output],
+    return issue(name, pg, "Alltoallv", args, dst.commit_hook, async_op, [output],
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 
 

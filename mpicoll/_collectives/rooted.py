@@ -29,7 +29,7 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
     buf = as_buffer(tensor, writable=pg._rank != root, op=name, name="tensor")
     arr = buf.array
-    return issue(name, pg, "Bcast", ([arr, mpi_datatype(arr.dtype)], root), buf.commit,
+    return issue(name, pg, "Bcast", ([arr, mpi_datatype(arr.dtype)], root), buf.commit_hook,
                  async_op, [tensor],
                  sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "root": root})
 
@@ -134,7 +134,7 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
         if scatter_list:
             raise ValueError(f"{name}: scatter_list must be given on the source rank only "
                              f"(group rank {root}); this is group rank {pg._rank}")
-        return issue(name, pg, "Scatterv", (None, [dst.array, dt], root), dst.commit,
+        return issue(name, pg, "Scatterv", (None, [dst.array, dt], root), dst.commit_hook,
                      async_op, [tensor],
                      sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel})
     if scatter_list is None:
@@ -149,6 +149,6 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     if np.may_share_memory(send, dst.view):
         send = send.copy()
     args = ([send, (counts, _pack.displs(counts)), dt], [dst.array, dt], root)
-    return issue(name, pg, "Scatterv", args, dst.commit, async_op, [tensor], keep=ins,
+    return issue(name, pg, "Scatterv", args, dst.commit_hook, async_op, [tensor], keep=ins,
                  sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel,
                               "root_counts": counts})

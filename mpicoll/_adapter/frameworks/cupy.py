@@ -10,20 +10,20 @@ import numpy as np
 from ..device import gpu_aware, plan
 
 
-def view_of(x: Any, writable: bool, op: str, name: str) -> tuple[Any, str, Any]:
+def view_of(x: Any, writable: bool, op: str, name: str) -> tuple[Any, str, Any, str]:
     """The array MPI uses (the device array itself, or a host copy) and write-back."""
     how = plan(int(x.__dlpack_device__()[0]), gpu_aware()[0])
     # the producer's kernels must have finished before MPI reads the memory
     cupy.cuda.get_current_stream().synchronize()
     if how == "direct":
-        return x, x.dtype.name, None
+        return x, x.dtype.name, None, f"cuda:{x.device.id}"
     host = cupy.asnumpy(x)
     wb = None
     if writable:
         def wb(result: np.ndarray, target: Any = x) -> None:
             target[...] = cupy.asarray(result.reshape(target.shape))
             cupy.cuda.get_current_stream().synchronize()
-    return host, host.dtype.name, wb
+    return host, host.dtype.name, wb, f"cuda:{x.device.id}"
 
 
 def empty(like: Any, shape: tuple[int, ...]) -> Any:

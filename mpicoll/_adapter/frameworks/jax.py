@@ -7,8 +7,10 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..detect import device_of
 
-def view_of(x: Any, writable: bool, op: str, name: str) -> tuple[np.ndarray, str, Any]:
+
+def view_of(x: Any, writable: bool, op: str, name: str) -> tuple[np.ndarray, str, Any, str]:
     """A read-only host view of a JAX array; outputs are refused with the fix."""
     if writable:
         raise BufferError(
@@ -16,7 +18,7 @@ def view_of(x: Any, writable: bool, op: str, name: str) -> tuple[np.ndarray, str
             f"use mpicoll.functional.{op}(...), which returns a new array")
     # np.asarray is zero-copy for CPU arrays and copies device arrays to the host
     view = np.asarray(x)
-    return view, str(x.dtype), None
+    return view, str(x.dtype), None, device_of(x)
 
 
 def empty(like: Any, shape: tuple[int, ...]) -> np.ndarray:

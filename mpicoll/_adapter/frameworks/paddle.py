@@ -40,7 +40,7 @@ _NAMES: dict[Any, str] = {
 _VIEW_AS = {1: paddle.uint8, 2: paddle.int16, 4: paddle.int32, 8: paddle.int64}
 _EXOTIC: dict[Any, str] = {}  # their names, cached (str(dtype) costs ~1 us)
 
-View = tuple[np.ndarray, str, "Callable[[np.ndarray], None] | None"]
+View = tuple[np.ndarray, str, "Callable[[np.ndarray], None] | None", str]
 
 
 def dtype_name(t: paddle.Tensor) -> str:
@@ -73,7 +73,7 @@ def view_of(t: paddle.Tensor, writable: bool, op: str, name: str) -> View:
     logical = _NAMES.get(dt)
     if logical is not None:
         try:
-            return np.from_dlpack(t), logical, None
+            return np.from_dlpack(t), logical, None, "cpu"
         except (BufferError, RuntimeError, TypeError):
             return staged_view(t, writable, op, name)
     logical = _EXOTIC.get(dt) or _EXOTIC.setdefault(dt, dtype_name(t))
@@ -83,7 +83,7 @@ def view_of(t: paddle.Tensor, writable: bool, op: str, name: str) -> View:
         view = np.from_dlpack(t.view(_VIEW_AS[size]))
     except (BufferError, RuntimeError, TypeError, ValueError):
         return staged_view(t, writable, op, name)
-    return view.view(carrier), logical, None
+    return view.view(carrier), logical, None, "cpu"
 
 
 def staged_view(t: paddle.Tensor, writable: bool, op: str, name: str) -> View:
@@ -103,7 +103,7 @@ def staged_view(t: paddle.Tensor, writable: bool, op: str, name: str) -> View:
     if writable:
         def wb(result: np.ndarray, target: paddle.Tensor = t) -> None:
             writeback(target, result)
-    return arr, logical, wb
+    return arr, logical, wb, "cpu"
 
 
 def writeback(t: paddle.Tensor, result: np.ndarray) -> None:

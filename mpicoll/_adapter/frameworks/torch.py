@@ -15,6 +15,7 @@ _NUMPY_NATIVE = {
     torch.float64, torch.complex64, torch.complex128,
 }
 _NAMES = {dt: str(dt)[6:] for dt in _NUMPY_NATIVE}
+_NP_NAMES = {np.dtype(name): name for name in _NAMES.values()}
 _VIEW_AS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
@@ -23,9 +24,17 @@ def dtype_name(t: torch.Tensor) -> str:
     return str(t.dtype)[6:]
 
 
-def view_of(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[np.ndarray, str, Any]:
-    """A numpy view of ``t``'s own memory (any strides), its dtype name, and a
-    write-back hook for outputs whose memory the view cannot reach."""
+def view_of(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[np.ndarray, str, Any, str]:
+    """A numpy view of ``t``'s own memory (any strides), its dtype name, a write-back
+    hook for outputs whose memory the view cannot reach, and ``t``'s device."""
+    try:
+        # refuses (so the checks below run) device tensors, tensors that require grad,
+        # lazily conjugated/negated views and the dtypes numpy lacks
+        view = t.numpy()
+    except (RuntimeError, TypeError):
+        pass
+    else:
+        return view, _NP_NAMES[view.dtype], None, "cpu"
     if not t.is_cpu:
         return _device_view(t, writable, op, name)
     if t.requires_grad:
@@ -39,15 +48,15 @@ def view_of(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[np.nda
         t = t.resolve_conj().resolve_neg()
     name_ = _NAMES.get(t.dtype)
     if name_ is not None:
-        return t.numpy(), name_, wb
+        return t.numpy(), name_, wb, "cpu"
     if t.layout != torch.strided:
         raise TypeError(f"{op}: {name} has layout {t.layout}; only dense tensors are supported")
     size = t.element_size()
     carrier = carrier_for(size)
-    return t.view(_VIEW_AS[size]).numpy().view(carrier), str(t.dtype)[6:], wb
+    return t.view(_VIEW_AS[size]).numpy().view(carrier), str(t.dtype)[6:], wb, "cpu"
 
 
-def _device_view(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[Any, str, Any]:
+def _device_view(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[Any, str, Any, str]:
     """CUDA/ROCm tensors: direct to a GPU-aware MPI (through CuPy), else staged via host."""
     from ..device import CUDA, ROCM, gpu_aware, plan
 
@@ -69,15 +78,15 @@ def _device_view(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[A
                       "CUDA tensors are staged through host memory")
         else:
             arr = cupy.from_dlpack(t)
-            return arr, _NAMES.get(t.dtype) or str(t.dtype)[6:], None
+            return arr, _NAMES.get(t.dtype) or str(t.dtype)[6:], None, str(t.device)
     host = t.cpu()
-    view, dtype, _ = view_of(host, False, op, name)
+    view, dtype, _, _ = view_of(host, False, op, name)
     wb = None
     if writable:
         def wb(result: np.ndarray, target: torch.Tensor = t) -> None:
             writeback(target, result)
             torch.cuda.current_stream(target.device).synchronize()
-    return view, dtype, wb
+    return view, dtype, wb, str(t.device)
 
 
 def writeback(t: torch.Tensor, result: np.ndarray) -> None:
