@@ -124,16 +124,35 @@ def _allgather(n: int, p: int, rank: int) -> dict[str, Any]:
     }
 
 
-def _alltoall_list(n: int, p: int, rank: int) -> dict[str, Any]:
+def _alltoall_splits(n: int, p: int, rank: int) -> dict[str, Any]:
+    # equal split sizes given explicitly (MoE-style code always passes them); raw is the
+    # Alltoall that equal blocks allow: what one rank cannot prove (that every peer's
+    # splits are equal too) mpicoll must not assume, so it calls Alltoallv
     entry = _alltoall(n, p, rank)
-    send, recv = entry["send"], entry["recv"]
-    blk = send.size // p
+    rows = [entry["send"].size // p] * p
     return {
         **entry,
-        "raw": lambda: COMM.Alltoallv([send, ([blk] * p, [i * blk for i in range(p)]), MPI.FLOAT],
-                                      [recv, ([blk] * p, [i * blk for i in range(p)]), MPI.FLOAT]),
-        "mpicoll": lambda s, r: dist.all_to_all(_chunks(r, p), _chunks(s, p)),
-        "gloo": lambda td, s, r: td.all_to_all(_chunks(r, p), _chunks(s, p)),
+        "mpicoll": lambda s, r: dist.all_to_all_single(r, s, rows, rows),
+        "gloo": lambda td, s, r: td.all_to_all_single(r, s, rows, rows),
+    }
+
+
+def _alltoall_list(n: int, p: int, rank: int) -> dict[str, Any]:
+    # the seeds' pattern: lists of .chunk() views of one buffer, made once (as a training
+    # loop holds them); the call is timed, not the chunking
+    entry = _alltoall(n, p, rank)
+    lists: dict[int, tuple[Any, list[Any]]] = {}
+
+    def chunks(x: Any) -> list[Any]:
+        hit = lists.get(id(x))
+        if hit is None or hit[0] is not x:
+            hit = lists[id(x)] = (x, _chunks(x, p))
+        return hit[1]
+
+    return {
+        **entry,
+        "mpicoll": lambda s, r: dist.all_to_all(chunks(r), chunks(s)),
+        "gloo": lambda td, s, r: td.all_to_all(chunks(r), chunks(s)),
     }
 
 
@@ -156,6 +175,7 @@ def _chunks(x: Any, p: int) -> list[Any]:
 
 _register: dict[str, Callable[[int, int, int], dict[str, Any]]] = {
     "all_to_all_single": _alltoall,
+    "all_to_all_single(split sizes)": _alltoall_splits,
     "all_to_all(list of chunks)": _alltoall_list,
     "reduce_scatter_tensor": _reduce_scatter,
     "all_gather_into_tensor": _allgather,
@@ -287,18 +307,26 @@ def _fmt(row: dict[str, Any], key: str, ref: str | None = None, suffix: str = ""
     return f"{row[key] / row[ref]:.2f}{suffix}" if ref in row else "-"
 
 
+# variants of a collective, compared with its single-tensor form (same bytes, same run)
+_FORM_OF = {"all_to_all(list of chunks)": "all_to_all_single",
+            "all_to_all_single(split sizes)": "all_to_all_single"}
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
     """Markdown: times in microseconds and the ratios the targets are stated in."""
     head = ("| op | bytes/rank | ranks | raw mpi4py us | mpicoll numpy us | numpy/raw | "
             "mpicoll torch us | torch/raw | torch backend us | backend/mpicoll | gloo us | "
-            "gloo/backend |")
-    lines = [head, "|" + "---|" * 12]
+            "gloo/backend | numpy/single-tensor form |")
+    lines = [head, "|" + "---|" * 13]
+    single = {(r["op"], r["bytes"]): r for r in rows}
     for r in rows:
         cells = [r["op"], str(r["bytes"]), str(r["ranks"]), _fmt(r, "raw_mpi4py"),
                  _fmt(r, "mpicoll_numpy"), _fmt(r, "mpicoll_numpy", "raw_mpi4py"),
                  _fmt(r, "mpicoll_torch"), _fmt(r, "mpicoll_torch", "raw_mpi4py"),
                  _fmt(r, "torch_backend"), _fmt(r, "torch_backend", "mpicoll_torch"),
                  _fmt(r, "gloo"), _fmt(r, "gloo", "torch_backend", "x")]
+        base = single.get((_FORM_OF.get(r["op"]), r["bytes"]))
+        cells.append(f"{r['mpicoll_numpy'] / base['mpicoll_numpy']:.2f}" if base else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

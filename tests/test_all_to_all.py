@@ -134,3 +134,73 @@ def test_all_to_all_list_non_contiguous_outputs(xp, rank, size):
     dist.all_to_all(outs, ins)
     for j, o in enumerate(outs):
         assert_equal(o, np.full((2, 2), j * 10 + rank, np.float32), "float32")
+
+
+# Blocks of several KiB: on MPICH a rank's own block is copied locally rather than sent
+# through Alltoallv (mpicoll's speed-up); these check that path against numpy.
+def _big(i, j):
+    return 200 + 37 * i + 11 * j  # rows rank i sends rank j (x COLS float64: > 4 KiB)
+
+
+def _big_exchange(rank, size):
+    ins = [block(rank, j, _big(rank, j), COLS, "float64") for j in range(size)]
+    exps = [block(j, rank, _big(j, rank), COLS, "float64") for j in range(size)]
+    return ins, exps
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+def test_all_to_all_single_large_blocks(xp, rank, size, async_op):
+    ins, exps = _big_exchange(rank, size)
+    inp = to_xp(np.concatenate(ins), "float64", xp)
+    out = empty(xp, (sum(e.shape[0] for e in exps), COLS), "float64")
+    work = dist.all_to_all_single(out, inp, [_big(j, rank) for j in range(size)],
+                                  [_big(rank, j) for j in range(size)], async_op=async_op)
+    if async_op:
+        work.wait()
+    assert_equal(out, np.concatenate(exps), "float64")
+    assert_equal(inp, np.concatenate(ins), "float64")  # input untouched
+
+
+def test_all_to_all_single_large_blocks_transposed_output(xp, rank, size):
+    ins, exps = _big_exchange(rank, size)
+    exp = np.concatenate(exps)
+    out_base = empty(xp, (COLS, exp.shape[0]), "float64")
+    out = out_base.T if xp is np else out_base.t()
+    dist.all_to_all_single(out, to_xp(np.concatenate(ins), "float64", xp),
+                           [_big(j, rank) for j in range(size)],
+                           [_big(rank, j) for j in range(size)])
+    assert_equal(out_base, exp.T, "float64")
+
+
+@pytest.mark.parametrize("adjacent", [True, False])
+def test_all_to_all_list_large_blocks(xp, rank, size, adjacent):
+    ins, exps = _big_exchange(rank, size)
+    if adjacent:  # views of one buffer, as x.split(sizes) gives
+        flat_in = to_xp(np.concatenate(ins), "float64", xp)
+        flat_out = empty(xp, (sum(e.shape[0] for e in exps), COLS), "float64")
+        cut_in, cut_out = np.cumsum([len(a) for a in ins])[:-1], np.cumsum([len(e) for e in exps])[:-1]
+        if xp is np:
+            tin, touts = np.split(flat_in, cut_in), np.split(flat_out, cut_out)
+        else:
+            tin = list(flat_in.split([len(a) for a in ins]))
+            touts = list(flat_out.split([len(e) for e in exps]))
+    else:
+        tin = [to_xp(a, "float64", xp) for a in ins]
+        touts = [empty(xp, e.shape, "float64") for e in exps]
+    dist.all_to_all(touts, tin)
+    for o, e in zip(touts, exps):
+        assert_equal(o, e, "float64")
+    if adjacent:
+        assert_equal(flat_out, np.concatenate(exps), "float64")
+
+
+def test_all_to_all_self_block_mismatch(xp, rank, size):
+    sends = [1] * size
+    sends[rank] = 2  # to itself: 2 rows, but it expects 1 row from itself
+    inp = to_xp(np.zeros((size + 1, COLS)), "float64", xp)
+    out = empty(xp, (size, COLS), "float64")
+    with pytest.raises(ValueError, match=rf"sends itself 2 and receives from itself 1: "
+                                         rf"input_split_sizes\[{rank}\] and "
+                                         rf"output_split_sizes\[{rank}\] must match"):
+        dist.all_to_all_single(out, inp, [1] * size, sends)
+    assert_equal(out, np.full((size, COLS), 99.0), "float64")  # untouched

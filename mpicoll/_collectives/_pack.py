@@ -15,27 +15,31 @@ def displs(counts: list[int]) -> list[int]:
     return [0, *accumulate(counts)][:-1]
 
 
-def _ptr(a: np.ndarray) -> int:
-    return MPI.buffer(a).address  # 0.15 us, where a.ctypes.data costs 1 us
-
-
 def joined(bufs: list[Buffer]) -> np.ndarray | None:
     """One flat array over the list's memory, when the tensors lie end to end.
 
     This is the ``x.chunk(n)`` / ``x.split(sizes)`` pattern: MPI then reads or
     writes the caller's memory directly, with no pack or unpack.
     """
-    parts = [b.array for b in bufs if b.array.size]
-    if not parts:
-        return bufs[0].array.reshape(-1)[:0] if bufs else None
-    if any(b.staged for b in bufs):
-        return None
-    first = parts[0]
-    start = end = _ptr(first)
-    for a in parts:
-        if _ptr(a) != end:
+    first = None
+    start = end = 0
+    for b in bufs:
+        if b.staged:
             return None
-        end += a.nbytes
+        a = b.array
+        size = a.nbytes
+        if not size:
+            continue
+        addr = MPI.buffer(a).address  # 0.1 us, where a.ctypes.data costs 1 us
+        if first is None:
+            first, start = a, addr
+        elif addr != end:
+            return None
+        end = addr + size
+    if first is None:
+        return bufs[0].array.reshape(-1)[:0] if bufs else None
+    if end - start == first.nbytes:  # one tensor holds it all
+        return first.reshape(-1)
     # one flat array over the span (as_strided costs ~10x more); callers keep the
     # tensors alive for as long as MPI uses this memory
     mem = MPI.buffer.fromaddress(start, end - start, readonly=not first.flags.writeable)

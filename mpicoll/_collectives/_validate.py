@@ -30,6 +30,9 @@ def same_dtype(op: str, a: Buffer, b: Buffer, an: str, bn: str) -> None:
                          f"{an} is on {da}, {bn} is on {db}")
 
 
+_INT = {int}
+
+
 def split_sizes(op: str, sizes: Any, n: int, dim0: int, name: str, tname: str) -> list[int] | None:
     """Validate a split-size list; None or [] means an equal split."""
     if sizes is None or (hasattr(sizes, "__len__") and len(sizes) == 0):
@@ -37,6 +40,9 @@ def split_sizes(op: str, sizes: Any, n: int, dim0: int, name: str, tname: str) -
             raise ValueError(f"{op}: dim 0 of {tname} must be divisible by the group size "
                              f"{n} when {name} is not given, got {dim0}")
         return None
+    if (type(sizes) is list and len(sizes) == n and {*map(type, sizes)} == _INT
+            and min(sizes) >= 0 and sum(sizes) == dim0):
+        return sizes  # the common case, checked in one pass
     try:
         vals = [int(s) for s in sizes]
     except (TypeError, ValueError):
@@ -55,6 +61,15 @@ def split_sizes(op: str, sizes: Any, n: int, dim0: int, name: str, tname: str) -
     return vals
 
 
+def self_block(op: str, scounts: list[int], rcounts: list[int], me: int, sname: str,
+               rname: str) -> None:
+    """What this rank sends to itself must be what it receives from itself."""
+    if scounts[me] != rcounts[me]:
+        raise ValueError(f"{op}: this rank (group rank {me}) sends itself {scounts[me]} and "
+                         f"receives from itself {rcounts[me]}: {sname}[{me}] and {rname}[{me}] "
+                         "must match")
+
+
 def row_elems(op: str, b: Buffer, name: str) -> int:
     """Elements per index of dim 0."""
     if not b.shape:
@@ -70,7 +85,14 @@ def tensor_list(op: str, xs: Any, n: int | None, name: str, *, writable: bool,
     if n is not None and len(xs) != n:
         raise ValueError(f"{op}: {name} must have one tensor per rank: expected {n} "
                          f"tensors, got {len(xs)}")
-    bufs = [as_buffer(x, writable=writable, op=op, name=f"{name}[{i}]") for i, x in enumerate(xs)]
+    bufs = []
+    for i, x in enumerate(xs):
+        try:
+            bufs.append(as_buffer(x, writable=writable, op=op, name=name))
+        except (TypeError, ValueError, BufferError):
+            # again, naming the element (formatting every name up front costs per call)
+            as_buffer(x, writable=writable, op=op, name=f"{name}[{i}]")
+            raise
     for i, b in enumerate(bufs[1:], 1):
         if b.dtype != bufs[0].dtype:
             raise ValueError(f"{op}: {name} must have one dtype: {name}[0] is "

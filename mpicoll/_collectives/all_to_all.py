@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from mpi4py import MPI
 
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
@@ -63,13 +65,56 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
         scounts = [src.shape[0] // n] * n
     if rcounts is None:
         rcounts = [dst.shape[0] // n] * n
+    _validate.self_block(name, scounts, rcounts, pg._rank, "input_split_sizes",
+                         "output_split_sizes")
     if row != 1:
         scounts = [c * row for c in scounts]
         rcounts = [c * row for c in rcounts]
-    args = ([sarr, (scounts, _pack.displs(scounts)), dt],
-            [rarr, (rcounts, _pack.displs(rcounts)), dt])
-    return issue(name, pg, "Alltoallv", args, dst.commit_hook, async_op, [output],
+    args, own = _alltoallv_args(pg._rank, sarr, scounts, rarr, rcounts, dt)
+    return issue(name, pg, "Alltoallv", args, _then(own, dst.commit_hook), async_op, [output],
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
+
+
+# MPICH's Alltoallv sends a rank's block to itself through its message path, which
+# measured 1.5-2x slower than Alltoall for blocks of 1 MiB (and slower from 4 KiB up);
+# copying that block locally instead makes Alltoallv as fast as Alltoall. Open MPI
+# copies it locally already.
+_SELF_COPY_BYTES = 4096
+_MPICH = None
+
+
+def _alltoallv_args(me: int, send: np.ndarray, scounts: list[int], recv: np.ndarray,
+                    rcounts: list[int], dt: Any) -> tuple[tuple, Callable[[], None] | None]:
+    """Alltoallv's buffer specs, and the local copy of this rank's own block when MPI
+    is better left out of it (None otherwise). Counts and data are flat elements."""
+    global _MPICH
+    sdispls, rdispls = _pack.displs(scounts), _pack.displs(rcounts)
+    own = None
+    c = scounts[me]
+    if c * send.itemsize >= _SELF_COPY_BYTES:
+        if _MPICH is None:
+            _MPICH = MPI.Get_library_version().startswith("MPICH")
+        if _MPICH:
+            s0, r0 = sdispls[me], rdispls[me]
+            src, dst = send.reshape(-1)[s0:s0 + c], recv.reshape(-1)[r0:r0 + c]
+            scounts, rcounts = list(scounts), list(rcounts)
+            scounts[me] = rcounts[me] = 0
+
+            def own() -> None:
+                np.copyto(dst, src)
+    return ([send, (scounts, sdispls), dt], [recv, (rcounts, rdispls), dt]), own
+
+
+def _then(first: Callable[[], None] | None,
+          second: Callable[[], None] | None) -> Callable[[], None] | None:
+    """Run ``first`` then ``second`` at completion (either may be None)."""
+    if first is None or second is None:
+        return first or second
+
+    def both() -> None:
+        first()
+        second()
+    return both
 
 
 def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], group: Any = None,
@@ -98,19 +143,17 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
     _validate.same_dtype(name, outs[0], ins[0], "output_tensor_list", "input_tensor_list")
     scounts = [b.numel for b in ins]
     rcounts = [b.numel for b in outs]
+    _validate.self_block(name, scounts, rcounts, pg._rank, "input_tensor_list",
+                         "output_tensor_list")
     send = _pack.pack(ins)
     recv, staged = _pack.receive_area(outs, sum(rcounts))
     if staged:  # adjacent outputs are distinct by construction
         _validate.distinct_outputs(name, outs, "output_tensor_list")
     if np.may_share_memory(send, recv):
         send = send.copy()
-    dt = mpi_datatype(send.dtype)
-    args = ([send, (scounts, _pack.displs(scounts)), dt],
-            [recv, (rcounts, _pack.displs(rcounts)), dt])
-
-    def finish() -> None:
-        if staged:
-            _pack.unpack(recv, outs)
-
-    return issue(name, pg, "Alltoallv", args, finish, async_op, list(output_tensor_list),
-                 keep=(ins, outs), sig=lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts})
+    args, own = _alltoallv_args(pg._rank, send, scounts, recv, rcounts,
+                                mpi_datatype(send.dtype))
+    unpack = (lambda: _pack.unpack(recv, outs)) if staged else None
+    return issue(name, pg, "Alltoallv", args, _then(own, unpack), async_op,
+                 list(output_tensor_list), keep=(ins, outs),
+                 sig=lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts})
