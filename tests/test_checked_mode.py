@@ -12,7 +12,7 @@ from _launch import run, run_per_rank
 pytestmark = pytest.mark.spawn
 
 CASES = {
-    "splits": "group rank 0 expects 2 elements from group rank 0, which sends it 1 (output "
+    "splits": "group rank 0 expects 2 elements from group rank 1, which sends it 1 (output "
               "split sizes on rank 0 must match input split sizes on its peers)",
     "dtype": "dtype differs: group rank(s) [0] have 'float32'; group rank(s) [1, 2] have "
              "'float64'",
