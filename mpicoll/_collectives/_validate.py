@@ -70,11 +70,19 @@ def self_block(op: str, scounts: list[int], rcounts: list[int], me: int, sname: 
                          "must match")
 
 
-def row_elems(op: str, b: Buffer, name: str) -> int:
-    """Elements per index of dim 0."""
-    if not b.shape:
-        raise ValueError(f"{op}: {name} must have at least one dimension, got a 0-d tensor")
-    return math.prod(b.shape[1:])
+def row_elems(op: str, a: Buffer, b: Buffer, an: str, bn: str) -> int:
+    """Elements per index of dim 0, which both buffers must share."""
+    sa, sb = a.shape, b.shape
+    if len(sa) == 1 and len(sb) == 1:
+        return 1
+    for s, name in ((sa, an), (sb, bn)):
+        if not s:
+            raise ValueError(f"{op}: {name} must have at least one dimension, got a 0-d tensor")
+    ra, rb = math.prod(sa[1:]), math.prod(sb[1:])
+    if ra != rb:
+        raise ValueError(f"{op}: {bn} and {an} must have the same number of elements per row "
+                         f"(dim 0 index): {bn} has {rb}, {an} has {ra}")
+    return ra
 
 
 def tensor_list(op: str, xs: Any, n: int | None, name: str, *, writable: bool,

@@ -43,11 +43,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
-    row = _validate.row_elems(name, src, "input")
-    out_row = _validate.row_elems(name, dst, "output")
-    if row != out_row:
-        raise ValueError(f"{name}: output and input must have the same number of elements "
-                         f"per row (dim 0 index): output has {out_row}, input has {row}")
+    row = _validate.row_elems(name, src, dst, "input", "output")
     scounts = _validate.split_sizes(name, input_split_sizes, n, src.shape[0],
                                     "input_split_sizes", "input")
     rcounts = _validate.split_sizes(name, output_split_sizes, n, dst.shape[0],
