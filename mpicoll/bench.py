@@ -84,14 +84,99 @@ def _allreduce(n: int, p: int, rank: int) -> dict[str, Any]:
         "raw": lambda: COMM.Allreduce(MPI.IN_PLACE, [recv, MPI.FLOAT], MPI.SUM),
         "mpicoll": lambda s, r: dist.all_reduce(r),
         "gloo": lambda td, s, r: td.all_reduce(r),
-        "verify": lambda r, mod: _verify_allreduce(r, mod, p),
+        "verify": lambda s, r, call: _refill_then(call, s, r, 1.0, p),
     }
 
 
-def _verify_allreduce(r: Any, call: Callable[[Any, Any], Any], p: int) -> bool:
-    r[...] = 1.0 if isinstance(r, np.ndarray) else r.fill_(1.0)
-    call(None, r)
-    return bool((np.asarray(r) == p).all())
+def _refill_then(call: Callable[[Any, Any], Any], s: Any, r: Any, fill: float,
+                 want: float | None) -> bool:
+    """Fill ``r`` (in place on every rank), call, and check ``r == want`` (None: no check)."""
+    r[...] = fill if isinstance(r, np.ndarray) else r.fill_(fill)
+    call(s, r)
+    return want is None or bool((np.asarray(r) == want).all())
+
+
+def _broadcast(n: int, p: int, rank: int) -> dict[str, Any]:
+    elems = max(1, n // 4)
+    recv = np.full(elems, 7.0, np.float32)
+    return {
+        "send": None, "recv": recv, "expect": None,
+        "raw": lambda: COMM.Bcast([recv, MPI.FLOAT], root=0),
+        "mpicoll": lambda s, r: dist.broadcast(r, src=0),
+        "gloo": lambda td, s, r: td.broadcast(r, src=0),
+        # the root holds 7s; the others are reset to 0 first
+        "verify": lambda s, r, call: _refill_then(
+            lambda s_, r_: (r_.__setitem__(Ellipsis, 7.0) if rank == 0 else None,
+                            call(s_, r_)), s, r, 0.0, 7.0),
+    }
+
+
+def _reduce(n: int, p: int, rank: int) -> dict[str, Any]:
+    elems = max(1, n // 4)
+    recv = np.full(elems, 1.0, np.float32)
+    # in place on the root, as torch's reduce is; values grow on the root while timing
+    raw = ((lambda: COMM.Reduce(MPI.IN_PLACE, [recv, MPI.FLOAT], MPI.SUM, root=0))
+           if rank == 0 else (lambda: COMM.Reduce([recv, MPI.FLOAT], None, MPI.SUM, root=0)))
+    return {
+        "send": None, "recv": recv, "expect": None, "raw": raw,
+        "mpicoll": lambda s, r: dist.reduce(r, dst=0),
+        "gloo": lambda td, s, r: td.reduce(r, dst=0),
+        "verify": lambda s, r, call: _refill_then(call, s, r, 1.0, p if rank == 0 else 1.0),
+    }
+
+
+def _gather(n: int, p: int, rank: int) -> dict[str, Any]:
+    entry = _allgather(n, p, rank)  # rank j sends j's; the root receives them in order
+    send, recv = entry["send"], entry["recv"]
+    blk = send.size
+    lists = _chunk_cache(p)
+    root = rank == 0
+    raw = ((lambda: COMM.Gather([send, blk, MPI.FLOAT], [recv, blk, MPI.FLOAT], root=0))
+           if root else (lambda: COMM.Gather([send, blk, MPI.FLOAT], None, root=0)))
+    return {
+        **entry, "raw": raw,
+        "mpicoll": lambda s, r: dist.gather(s, lists(r) if root else None, dst=0),
+        "gloo": lambda td, s, r: td.gather(s, lists(r) if root else None, dst=0),
+        "verify": lambda s, r, call: _refill_then(
+            call, s, r, -1.0, None) and (not root or bool(
+                np.array_equal(np.asarray(r), entry["expect"]))),
+    }
+
+
+def _scatter(n: int, p: int, rank: int) -> dict[str, Any]:
+    elems = max(p, (n // 4) // p * p)
+    blk = elems // p
+    send = np.repeat(np.arange(p, dtype=np.float32), blk)  # the root's: block j for rank j
+    recv = np.empty(blk, np.float32)
+    lists = _chunk_cache(p)
+    root = rank == 0
+    raw = ((lambda: COMM.Scatter([send, blk, MPI.FLOAT], [recv, blk, MPI.FLOAT], root=0))
+           if root else (lambda: COMM.Scatter(None, [recv, blk, MPI.FLOAT], root=0)))
+    return {
+        "send": send, "recv": recv, "expect": np.full(blk, rank, np.float32), "raw": raw,
+        "mpicoll": lambda s, r: dist.scatter(r, lists(s) if root else None, src=0),
+        "gloo": lambda td, s, r: td.scatter(r, lists(s) if root else None, src=0),
+    }
+
+
+def _allgather_list(n: int, p: int, rank: int) -> dict[str, Any]:
+    entry = _allgather(n, p, rank)
+    lists = _chunk_cache(p)
+    return {
+        **entry,
+        "mpicoll": lambda s, r: dist.all_gather(lists(r), s),
+        "gloo": lambda td, s, r: td.all_gather(lists(r), s),
+    }
+
+
+def _reduce_scatter_list(n: int, p: int, rank: int) -> dict[str, Any]:
+    entry = _reduce_scatter(n, p, rank)
+    lists = _chunk_cache(p)
+    return {
+        **entry,
+        "mpicoll": lambda s, r: dist.reduce_scatter(r, lists(s)),
+        "gloo": lambda td, s, r: td.reduce_scatter(r, lists(s)),
+    }
 
 
 def _reduce_scatter(n: int, p: int, rank: int) -> dict[str, Any]:
@@ -141,14 +226,7 @@ def _alltoall_list(n: int, p: int, rank: int) -> dict[str, Any]:
     # the seeds' pattern: lists of .chunk() views of one buffer, made once (as a training
     # loop holds them); the call is timed, not the chunking
     entry = _alltoall(n, p, rank)
-    lists: dict[int, tuple[Any, list[Any]]] = {}
-
-    def chunks(x: Any) -> list[Any]:
-        hit = lists.get(id(x))
-        if hit is None or hit[0] is not x:
-            hit = lists[id(x)] = (x, _chunks(x, p))
-        return hit[1]
-
+    chunks = _chunk_cache(p)
     return {
         **entry,
         "mpicoll": lambda s, r: dist.all_to_all(chunks(r), chunks(s)),
@@ -167,6 +245,18 @@ class _Grp:
         return lambda *a, **k: fn(*a, group=self._group, **k)
 
 
+def _chunk_cache(p: int) -> Callable[[Any], list[Any]]:
+    """``x -> x.chunk(p)``, made once per buffer (the lists a training loop would hold)."""
+    lists: dict[int, tuple[Any, list[Any]]] = {}
+
+    def chunks(x: Any) -> list[Any]:
+        hit = lists.get(id(x))
+        if hit is None or hit[0] is not x:
+            hit = lists[id(x)] = (x, _chunks(x, p))
+        return hit[1]
+    return chunks
+
+
 def _chunks(x: Any, p: int) -> list[Any]:
     if isinstance(x, np.ndarray):
         return np.split(x, p)
@@ -178,8 +268,14 @@ _register: dict[str, Callable[[int, int, int], dict[str, Any]]] = {
     "all_to_all_single(split sizes)": _alltoall_splits,
     "all_to_all(list of chunks)": _alltoall_list,
     "reduce_scatter_tensor": _reduce_scatter,
+    "reduce_scatter(list of chunks)": _reduce_scatter_list,
     "all_gather_into_tensor": _allgather,
+    "all_gather(list of chunks)": _allgather_list,
     "all_reduce": _allreduce,
+    "broadcast": _broadcast,
+    "reduce": _reduce,
+    "gather": _gather,
+    "scatter": _scatter,
 }
 
 
@@ -254,15 +350,22 @@ def main(argv: list[str] | None = None) -> int:
             }
             ok = _check(e, lambda s_, r_: e["mpicoll"](s_, r_), s, r)
             if torch is not None:
-                ts, tr = torch.from_numpy(s), torch.from_numpy(r)  # the same memory
+                # the same memory
+                ts = torch.from_numpy(s) if s is not None else None
+                tr = torch.from_numpy(r)
                 variants["mpicoll_torch"] = (lambda: e["mpicoll"](ts, tr), iters)
                 ok &= _check(e, lambda s_, r_: e["mpicoll"](s_, r_), ts, tr)
                 if mpg is not None:
                     variants["torch_backend"] = (lambda: e["gloo"](_Grp(td, mpg), ts, tr), iters)
                     ok &= _check(e, lambda s_, r_: e["gloo"](_Grp(td, mpg), s_, r_), ts, tr)
                 if td is not None:
-                    variants["gloo"] = (lambda: e["gloo"](td, ts, tr), max(3, iters // 10))
-                    ok &= _check(e, lambda s_, r_: e["gloo"](td, s_, r_), ts, tr)
+                    try:
+                        ok &= _check(e, lambda s_, r_: e["gloo"](td, s_, r_), ts, tr)
+                    except RuntimeError as exc:  # an op gloo lacks: raised on every rank
+                        if rank == 0:
+                            print(f"gloo: {op}: {exc}".splitlines()[0], flush=True)
+                    else:
+                        variants["gloo"] = (lambda: e["gloo"](td, ts, tr), max(3, iters // 10))
             row: dict[str, Any] = {"op": op, "bytes": n, "ranks": p, "iters": iters,
                                    **_interleaved(variants, args.rounds)}
             row["verified"] = bool(COMM.allreduce(ok, op=MPI.LAND))
@@ -285,9 +388,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _check(e: dict[str, Any], call: Callable[[Any, Any], Any], s: Any, r: Any) -> bool:
+    """One call on an output reset to -1 (so a variant that writes nothing fails)."""
     if "verify" in e:
-        return e["verify"](r, call)
-    call(s, r)
+        return e["verify"](s, r, call)
+    _refill_then(call, s, r, -1.0, None)
     return bool(np.array_equal(np.asarray(r), e["expect"]))
 
 
@@ -309,7 +413,9 @@ def _fmt(row: dict[str, Any], key: str, ref: str | None = None, suffix: str = ""
 
 # variants of a collective, compared with its single-tensor form (same bytes, same run)
 _FORM_OF = {"all_to_all(list of chunks)": "all_to_all_single",
-            "all_to_all_single(split sizes)": "all_to_all_single"}
+            "all_to_all_single(split sizes)": "all_to_all_single",
+            "reduce_scatter(list of chunks)": "reduce_scatter_tensor",
+            "all_gather(list of chunks)": "all_gather_into_tensor"}
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -350,16 +456,17 @@ def plot(paths: list[str], out_dir: str) -> list[str]:
     os.makedirs(out_dir, exist_ok=True)
     written = []
     for kind in ("bandwidth", "overhead"):
-        fig, axes = plt.subplots(len(runs), len(ops), figsize=(4 * len(ops), 3.2 * len(runs)),
+        # one row per collective, one column per rank count
+        fig, axes = plt.subplots(len(ops), len(runs), figsize=(5.5 * len(runs), 3 * len(ops)),
                                  squeeze=False)
         for i, run in enumerate(runs):
             for j, op in enumerate(ops):
-                ax = axes[i][j]
-                rows = [r for r in run["results"] if r["op"] == op]
-                sizes = [r["bytes"] for r in rows]
+                ax = axes[j][i]
                 for key, (label, color, style) in styles.items():
-                    if not rows or key not in rows[0]:
+                    rows = [r for r in run["results"] if r["op"] == op and key in r]
+                    if not rows:
                         continue
+                    sizes = [r["bytes"] for r in rows]
                     if kind == "bandwidth":
                         ys = [r["bytes"] / r[key] / 1e9 for r in rows]
                     else:
