@@ -121,7 +121,9 @@ def _reduce(n: int, p: int, rank: int) -> dict[str, Any]:
         "send": None, "recv": recv, "expect": None, "raw": raw,
         "mpicoll": lambda s, r: dist.reduce(r, dst=0),
         "gloo": lambda td, s, r: td.reduce(r, dst=0),
-        "verify": lambda s, r, call: _refill_then(call, s, r, 1.0, p if rank == 0 else 1.0),
+        # the root's result only: torch leaves the others' tensors unspecified (gloo
+        # uses them as scratch)
+        "verify": lambda s, r, call: _refill_then(call, s, r, 1.0, p if rank == 0 else None),
     }
 
 

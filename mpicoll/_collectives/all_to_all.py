@@ -6,11 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from mpi4py import MPI
 
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
+from .._runtime import is_mpich
 from .._work import Work
 from . import _pack, _validate
 from ._call import issue
@@ -76,28 +76,23 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
 # copying that block locally instead makes Alltoallv as fast as Alltoall. Open MPI
 # copies it locally already.
 _SELF_COPY_BYTES = 4096
-_MPICH = None
 
 
 def _alltoallv_args(me: int, send: np.ndarray, scounts: list[int], recv: np.ndarray,
                     rcounts: list[int], dt: Any) -> tuple[tuple, Callable[[], None] | None]:
     """Alltoallv's buffer specs, and the local copy of this rank's own block when MPI
     is better left out of it (None otherwise). Counts and data are flat elements."""
-    global _MPICH
     sdispls, rdispls = _pack.displs(scounts), _pack.displs(rcounts)
     own = None
     c = scounts[me]
-    if c * send.itemsize >= _SELF_COPY_BYTES:
-        if _MPICH is None:
-            _MPICH = MPI.Get_library_version().startswith("MPICH")
-        if _MPICH:
-            s0, r0 = sdispls[me], rdispls[me]
-            src, dst = send.reshape(-1)[s0:s0 + c], recv.reshape(-1)[r0:r0 + c]
-            scounts, rcounts = list(scounts), list(rcounts)
-            scounts[me] = rcounts[me] = 0
+    if c * send.itemsize >= _SELF_COPY_BYTES and is_mpich():
+        s0, r0 = sdispls[me], rdispls[me]
+        src, dst = send.reshape(-1)[s0:s0 + c], recv.reshape(-1)[r0:r0 + c]
+        scounts, rcounts = list(scounts), list(rcounts)
+        scounts[me] = rcounts[me] = 0
 
-            def own() -> None:
-                np.copyto(dst, src)
+        def own() -> None:
+            np.copyto(dst, src)
     return ([send, (scounts, sdispls), dt], [recv, (rcounts, rdispls), dt]), own
 
 
