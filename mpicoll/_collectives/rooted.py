@@ -9,7 +9,6 @@ import numpy as np
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
-from .._runtime import is_mpich
 from .._work import Work
 from . import _pack, _reduce, _validate
 from ._call import issue
@@ -54,27 +53,14 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     def sig() -> dict[str, Any]:
         return {"dtype": buf.dtype, "numel": buf.numel, "root": root, "reduce_op": op_name(op)}
 
-    # MPICH's Reduce measured 2.5-5x slower than its Allreduce from 256 KiB (1.3x at
-    # 64 KiB): there every rank calls Allreduce and the non-roots' result goes to scratch.
-    # The choice depends on the message size alone, the same on every rank.
-    whole = buf.array.nbytes >= _REDUCE_AS_ALLREDUCE_BYTES and is_mpich()
     if not is_root:
         send = _reduce.send_side(p, buf.array, buf.dtype)
-        dt = mpi_datatype(send.dtype)
-        if whole:
-            args = ([send, dt], [np.empty_like(send), dt], p.mpi_op)
-            return issue(name, pg, "Allreduce", args, None, async_op, [tensor], sig=sig)
-        args = ([send, dt], None, p.mpi_op, root)
+        args = ([send, mpi_datatype(send.dtype)], None, p.mpi_op, root)
         return issue(name, pg, "Reduce", args, None, async_op, [tensor], sig=sig)
     recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
+    args = (*specs, p.mpi_op, root)
     fin = _reduce.finisher(p, recv, buf, pg._size)
-    if whole:
-        return issue(name, pg, "Allreduce", (*specs, p.mpi_op), fin, async_op, [tensor],
-                     sig=sig)
-    return issue(name, pg, "Reduce", (*specs, p.mpi_op, root), fin, async_op, [tensor], sig=sig)
-
-
-_REDUCE_AS_ALLREDUCE_BYTES = 64 << 10
+    return issue(name, pg, "Reduce", args, fin, async_op, [tensor], sig=sig)
 
 
 def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = None,
