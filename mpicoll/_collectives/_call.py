@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from mpi4py import MPI
 
 from .._checkmode import verify
@@ -30,7 +29,7 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     if settings.check:
         verify(op, group, sig() if sig is not None else {})
     comm = group.comm
-    if _LARGE_MAYBE and _large.needed(args):
+    if _large.MPI3 and _large.too_big(args):
         # counts above INT_MAX on an MPI-3 library: rewritten, and done before returning
         try:
             _large.call(comm, method, args)
@@ -61,23 +60,9 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     return None
 
 
-_INT_MAX = 2**31 - 1
-_LARGE_MAYBE = MPI.Get_version() < (4, 0)  # only MPI-3 libraries need the rewrite
-
-
 def _large_hint(args: Any) -> str:
     """Explain an MPI error that comes from counts this MPI cannot express."""
-    if MPI.Get_version() >= (4, 0):
-        return ""
-
-    def big(x: Any) -> bool:
-        if isinstance(x, np.ndarray):
-            return x.size > _INT_MAX
-        if isinstance(x, (list, tuple)):
-            return any(big(v) for v in x)
-        return isinstance(x, int) and x > _INT_MAX
-
-    if not big(args):
+    if not (_large.MPI3 and _large.too_big(args)):
         return ""
     version = "{}.{}".format(*MPI.Get_version())
     return (f"; the message has more than 2**31-1 elements and this MPI implements MPI "

@@ -27,16 +27,17 @@ INT_MAX = 2**31 - 1
 CHUNK = 1 << 30
 
 
-def needed(args: Any) -> bool:
-    """Whether any buffer or count of an MPI call's arguments exceeds INT_MAX."""
-    def big(x: Any) -> bool:
-        if isinstance(x, np.ndarray):
-            return x.size > INT_MAX
-        if isinstance(x, (list, tuple)):
-            return any(big(v) for v in x)
-        return isinstance(x, int) and x > INT_MAX
+# only libraries without MPI-4's large-count calls need the rewrite
+MPI3 = MPI.Get_version() < (4, 0)
 
-    return MPI.Get_version() < (4, 0) and big(args)
+
+def too_big(args: Any) -> bool:
+    """Whether any buffer or count of an MPI call's arguments exceeds INT_MAX."""
+    if isinstance(args, np.ndarray):
+        return args.size > INT_MAX
+    if isinstance(args, (list, tuple)):
+        return any(too_big(v) for v in args)
+    return isinstance(args, int) and args > INT_MAX
 
 
 def _big_type(base: Any, count: int) -> Any:
