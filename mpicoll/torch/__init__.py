@@ -10,7 +10,8 @@ Under ``mpiexec -n N``::
 Importing sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and
 ``MASTER_PORT`` from MPI (rank 0 picks a free port and broadcasts it) unless every
 rank already has values that agree with MPI, so torch's default ``env://``
-rendezvous finds its store with no user setup. ``init_method="mpi://"`` does the same without the environment.
+rendezvous finds its store with no user setup. ``init_method="mpi://"`` does the
+same without the environment.
 """
 
 from __future__ import annotations
