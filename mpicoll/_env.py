@@ -7,6 +7,8 @@ import warnings
 
 _warned: set[str] = set()
 
+DEFAULT_TIMEOUT = 1800.0  # seconds: torch's default for gloo
+
 
 def flag(name: str, default: bool) -> bool:
     """A boolean setting: 1/true/yes/on or 0/false/no/off."""
@@ -47,7 +49,10 @@ class Settings:
 
     def __init__(self) -> None:
         self.check = flag("MPICOLL_CHECK", False)
-        self.timeout = seconds("MPICOLL_TIMEOUT")
+        # as torch's default collective timeout (gloo): no job waits for ever by default;
+        # MPICOLL_TIMEOUT=0 turns it off
+        raw = os.environ.get("MPICOLL_TIMEOUT")
+        self.timeout = DEFAULT_TIMEOUT if raw is None or raw == "" else seconds("MPICOLL_TIMEOUT")
 
 
 _settings: Settings | None = None

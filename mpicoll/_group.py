@@ -6,6 +6,7 @@ import datetime
 import weakref
 from typing import Any
 
+from . import _departures
 from ._runtime import mpi
 
 
@@ -16,8 +17,8 @@ class ProcessGroup:
     group's size, as in ``torch.distributed.ProcessGroup``.
     """
 
-    __slots__ = ("__weakref__", "_index", "_rank", "_size", "comm", "desc", "name",
-                 "ranks", "seq", "timeout")
+    __slots__ = ("__weakref__", "_index", "_rank", "_size", "comm", "desc", "key", "name",
+                 "ranks", "received", "sent", "seq", "timeout")
 
     def __init__(self, comm: Any, ranks: list[int], *, name: str = "",
                  desc: str = "", timeout: Any = None) -> None:
@@ -29,7 +30,13 @@ class ProcessGroup:
         self.name = name
         self.desc = desc
         self.timeout = _as_seconds(timeout)
-        self.seq = 0
+        self.seq = 0  # collectives issued: every member counts the same
+        self.sent: dict[int, int] = {}  # group rank -> messages sent to it
+        self.received: dict[int, int] = {}  # group rank -> messages received from it
+        # the same on every member: groups are made in the same order everywhere
+        twins = sum(1 for g in _EVERY if g.name == name and g.ranks == ranks)
+        self.key = (name, tuple(ranks), twins)
+        _EVERY.append(self)
 
     def rank(self) -> int:
         """This process's rank within the group."""
@@ -57,6 +64,9 @@ class ProcessGroup:
 
     def __repr__(self) -> str:
         return f"ProcessGroup(name={self.name!r}, ranks={self.ranks})"
+
+
+_EVERY: list[ProcessGroup] = []  # every group made, destroyed ones too (counted at exit)
 
 
 class _NonGroupMember:
@@ -100,8 +110,14 @@ def default_group() -> ProcessGroup:
         MPI = mpi()
         world = MPI.COMM_WORLD
         pg = ProcessGroup(world.Dup(), list(range(world.Get_size())), name="0")
+        _departures.setup(MPI)
         _State.default = pg
     return pg
+
+
+def all_groups() -> list[ProcessGroup]:
+    """Every group this process has made (WORLD first), destroyed ones included."""
+    return list(_EVERY)
 
 
 def resolve(group: Any, op: str) -> ProcessGroup | None:

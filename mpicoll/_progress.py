@@ -23,12 +23,13 @@ class _Engine:
         self._wake = threading.Condition(self._lock)
         self._pending: dict[Work, Callable[[Work], None]] = {}
         self._thread: threading.Thread | None = None
+        self._stopping = False
 
     def watch(self, work: Work, callback: Callable[[Work], None]) -> None:
         """Run ``callback(work)`` from the progress thread once ``work`` completes."""
         with self._lock:
             self._pending[work] = callback
-            if self._thread is None or not self._thread.is_alive():
+            if not self._stopping and (self._thread is None or not self._thread.is_alive()):
                 self._thread = threading.Thread(target=self._run, name="mpicoll-progress",
                                                 daemon=True)
                 self._thread.start()
@@ -39,14 +40,35 @@ class _Engine:
         with self._lock:
             return self._pending.pop(work, None)
 
+    def stop(self) -> list[tuple[Work, Callable[[Work], None]]]:
+        """Stop and join the thread; returns the works still pending, with their callbacks.
+
+        The caller (the main thread, at exit or destroy_process_group) completes them:
+        no mpicoll thread may be running framework code when the interpreter finalizes.
+        """
+        with self._lock:
+            self._stopping = True
+            thread = self._thread
+            self._wake.notify()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        with self._lock:
+            owed = list(self._pending.items())
+            self._pending.clear()
+            self._thread = None
+            self._stopping = False
+        return owed
+
     def _run(self) -> None:
         delay = 2e-5
         while True:
             finished: list[tuple[Work, Callable[[Work], None]]] = []
             with self._lock:
-                while not self._pending:
+                while not self._pending and not self._stopping:
                     self._wake.wait()
                     delay = 2e-5
+                if self._stopping:
+                    return
                 for work in list(self._pending):
                     if work.is_completed():
                         finished.append((work, self._pending.pop(work)))

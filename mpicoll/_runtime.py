@@ -19,6 +19,11 @@ def mpi() -> Any:
 
     if not _hook_installed:
         _install_abort_hook(MPI)
+        if MPI.COMM_WORLD.Get_size() > 1:
+            from . import _shutdown, _signals
+
+            _shutdown.register()
+            _signals.install()
     return MPI
 
 
@@ -44,10 +49,14 @@ def _install_abort_hook(MPI: Any) -> None:
         except Exception:
             traceback.print_exception(etype, value, tb)
         rank = MPI.COMM_WORLD.Get_rank()
+        # as Python's own exit status for an uncaught KeyboardInterrupt (128 + SIGINT)
+        status = 130 if issubclass(etype, KeyboardInterrupt) else getattr(value, "status", 1)
+        status = status if isinstance(status, int) and 0 < status < 256 else 1
         sys.stderr.write(f"mpicoll: uncaught exception on rank {rank}; aborting the job "
-                         "(set MPICOLL_ABORT_ON_EXCEPTION=0 to disable)\n")
+                         f"with status {status} ({etype.__name__}; set "
+                         "MPICOLL_ABORT_ON_EXCEPTION=0 to disable)\n")
         sys.stderr.flush()
         time.sleep(0.5)  # let the launcher forward the traceback before the job is killed
-        MPI.COMM_WORLD.Abort(1)
+        MPI.COMM_WORLD.Abort(status)
 
     sys.excepthook = abort_on_exception

@@ -1,21 +1,30 @@
-"""Watchdog: a collective stuck past its timeout is reported, then the job ends.
+"""The monitor: one daemon thread that ends a job which cannot finish.
 
-Blocking MPI calls cannot be interrupted, so a daemon thread watches the
-operations in flight (their start times are recorded by ``issue`` and
-``Work.wait``). When one exceeds its group's timeout (``timeout=`` of
-init_process_group/new_group, else ``MPICOLL_TIMEOUT`` seconds), the thread
-prints which operation this rank is stuck in (name, group, sizes, sequence
-number) and the last operations it completed, then calls ``MPI_Abort``.
+Blocking MPI calls cannot be interrupted, and a thread blocked inside MPI never
+runs Python's signal handlers. So every wait of mpicoll's registers the
+operation here (name, group, sequence number, buffers, deadline, thread), and
+one daemon thread, woken by a signal's byte (``signal.set_wakeup_fd``) or every
+50 ms, ends the job when an operation cannot finish:
+
+- past its timeout (the group's ``timeout=``, else ``MPICOLL_TIMEOUT``, else 30
+  minutes, as torch's gloo backend);
+- waiting on a rank that has left the job (``_departures``);
+- after SIGINT or SIGTERM while the main thread is stuck in MPI (``_signals``).
+
+Each time it prints which operation this rank is in and for how long, and the
+Python stacks, then calls ``MPI_Abort``.
 """
 
 from __future__ import annotations
 
 import collections
-import faulthandler
 import itertools
+import os
+import select
 import sys
 import threading
 import time
+import traceback
 from typing import Any
 
 import numpy as np
@@ -23,20 +32,24 @@ import numpy as np
 from . import _env
 
 _HISTORY = 8
+_TICK = 0.05
 
 
 class _Op:
-    __slots__ = ("args", "deadline", "group", "name", "seq", "start")
+    __slots__ = ("args", "deadline", "group", "name", "peer", "seq", "start", "thread")
 
-    def __init__(self, name: str, group: Any, seq: int, args: Any, timeout: float) -> None:
-        self.name, self.group, self.seq, self.args = name, group, seq, args
+    def __init__(self, name: str, group: Any, seq: int, args: Any, timeout: float | None,
+                 peer: int | None) -> None:
+        self.name, self.group, self.seq, self.args, self.peer = name, group, seq, args, peer
         self.start = time.monotonic()
-        self.deadline = self.start + timeout
+        self.deadline = self.start + timeout if timeout else float("inf")
+        self.thread = threading.get_ident()
 
     def describe(self) -> str:
         g = self.group
         where = f"group {g.name!r} (global ranks {g.ranks})" if g is not None else "no group"
-        return f"{self.name} #{self.seq} on {where}, {_summarise(self.args)}"
+        seq = f" #{self.seq}" if self.seq else ""
+        return f"{self.name}{seq} on {where}, {_summarise(self.args)}"
 
 
 def _summarise(args: Any) -> str:
@@ -66,14 +79,19 @@ class _Watchdog:
         self._done: collections.deque[tuple[_Op, float]] = collections.deque(maxlen=_HISTORY)
         self._thread: threading.Thread | None = None
         self._tokens = itertools.count(1)
+        self._stop = False
+        self._wake_r: int | None = None  # read end of the signal wake-up pipe
+        self.checks: list[Any] = []  # callables run each tick: (now) -> None
 
-    def begin(self, name: str, group: Any, seq: int, args: Any, timeout: float) -> int:
-        # no lock on the hot path: dict stores, next() on a count and deque appends are
-        # atomic under the GIL; the watchdog thread only takes snapshots
+    # -- the hot path: no lock; dict stores, next() on a count and deque appends are
+    #    atomic under the GIL, and the thread only takes snapshots
+
+    def begin(self, name: str, group: Any, seq: int, args: Any, timeout: float | None,
+              peer: int | None = None) -> int:
         token = next(self._tokens)
-        self._active[token] = _Op(name, group, seq, args, timeout)
+        self._active[token] = _Op(name, group, seq, args, timeout, peer)
         if self._thread is None:
-            self._start()
+            self.start()
         return token
 
     def end(self, token: int) -> None:
@@ -81,45 +99,86 @@ class _Watchdog:
         if op is not None:
             self._done.append((op, time.monotonic()))
 
-    def _start(self) -> None:
+    def active(self) -> list[_Op]:
+        """The operations waiting now, oldest first."""
+        return sorted(self._active.values(), key=lambda op: op.start)
+
+    # -- the thread
+
+    def start(self, wake_fd: int | None = None) -> None:
+        """Start the thread (once); ``wake_fd`` is the read end of the signal pipe."""
         with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="mpicoll-watchdog",
+            if wake_fd is not None:
+                self._wake_r = wake_fd
+            if self._thread is None and not self._stop:
+                self._thread = threading.Thread(target=self._run, name="mpicoll-monitor",
                                                 daemon=True)
                 self._thread.start()
 
+    def stop(self) -> None:
+        """Stop and join the thread (at exit, before MPI finalizes)."""
+        with self._lock:
+            self._stop = True
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
     def _run(self) -> None:
-        while True:
-            time.sleep(0.05)
+        from . import _signals
+
+        while not self._stop:
+            if self._wake_r is not None:
+                ready, _, _ = select.select([self._wake_r], [], [], _TICK)
+                if ready:
+                    try:
+                        data = os.read(self._wake_r, 64)
+                    except BlockingIOError:
+                        data = b""
+                    for signum in data:
+                        _signals.arrived(signum)
+            else:
+                time.sleep(_TICK)
+            if self._stop:
+                return
             now = time.monotonic()
             late = [op for op in list(self._active.values()) if now > op.deadline]
             if late:
-                history = [f"{op.describe()} ({end - op.start:.3f} s)"
-                           for op, end in list(self._done)]
-                self._report(late[0], now, history)
+                op = late[0]
+                self.abort(f"stuck for {now - op.start:.1f} s (timeout "
+                           f"{op.deadline - op.start:g} s) in {op.describe()}", 3)
+            for check in self.checks:
+                check(now)
 
-    def _report(self, op: _Op, now: float, history: list[str]) -> None:
+    def abort(self, what: str, status: int, stacks: bool = True) -> None:
+        """Report ``what`` this rank is doing, the last operations and stacks; end the job."""
         from mpi4py import MPI
 
         rank = MPI.COMM_WORLD.Get_rank()
-        lines = [f"mpicoll watchdog: rank {rank} stuck for {now - op.start:.1f} s "
-                 f"(timeout {op.deadline - op.start:g} s) in {op.describe()}",
+        history = [f"{op.describe()} ({end - op.start:.3f} s)" for op, end in list(self._done)]
+        lines = [f"mpicoll watchdog: rank {rank} {what}",
                  f"mpicoll watchdog: rank {rank} last completed operations (oldest first):"]
         lines += [f"  {h}" for h in history] or ["  (none)"]
         sys.stderr.write("\n".join(lines) + "\n")
-        sys.stderr.write(f"mpicoll watchdog: rank {rank} Python stacks:\n")
-        sys.stderr.flush()
-        faulthandler.dump_traceback(all_threads=True)
-        sys.stderr.write(f"mpicoll watchdog: rank {rank} aborting the job\n")
+        if stacks:
+            lines = [f"mpicoll watchdog: rank {rank} Python stacks:"]
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for ident, frame in sys._current_frames().items():
+                if ident != threading.get_ident():
+                    lines.append(f"  thread {names.get(ident, ident)} (most recent call last):")
+                    lines += [f"  {line.rstrip()}" for line in traceback.format_stack(frame)]
+            sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.write(f"mpicoll watchdog: rank {rank} aborting the job (exit status "
+                         f"{status})\n")
         sys.stderr.flush()
         time.sleep(0.5)  # let the launcher forward the report before the job is killed
-        MPI.COMM_WORLD.Abort(3)
+        MPI.COMM_WORLD.Abort(status)
 
 
 watchdog = _Watchdog()
 
 
 def timeout_for(group: Any) -> float | None:
-    """The timeout that applies to ``group``: its own, else MPICOLL_TIMEOUT, else None."""
+    """The timeout that applies to ``group``: its own, else MPICOLL_TIMEOUT (default 30
+    minutes; 0 means none)."""
     t = getattr(group, "timeout", None)
     return t if t else _env.settings().timeout

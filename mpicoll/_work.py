@@ -1,4 +1,10 @@
-"""Work: handles over MPI requests; results are written when they complete."""
+"""Work: handles over MPI requests; results are written when they complete.
+
+Every wait of mpicoll's goes through :func:`wait_requests`, so the monitor
+(``_watchdog``) sees it. Every collective is issued as MPI's nonblocking
+variant, blocking calls included: a blocking MPI collective never matches a
+nonblocking one, and torch code may pass ``async_op=True`` on some ranks only.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,58 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mpi4py import MPI
+
+from ._watchdog import _summarise, timeout_for, watchdog
 from .errors import CollectiveTimeout, MPIError
+
+# Works whose requests are still in flight, alive until they complete: MPI writes into
+# their buffers, so dropping the handle must not free them; completed at exit
+pending: dict[int, Work] = {}
+
+
+def describe(e: Any) -> str:
+    """An MPI error's own message."""
+    try:
+        return e.Get_error_string().strip()
+    except Exception:
+        return str(e)
+
+
+def seconds(timeout: Any) -> float:
+    """A timeout given as seconds or ``datetime.timedelta``, in seconds."""
+    return float(getattr(timeout, "total_seconds", lambda: timeout)())
+
+
+def wait_requests(reqs: list[Any], op: str, group: Any, seq: int, args: Any,
+                  timeout: Any = None, status: Any = None, peer: int | None = None) -> None:
+    """Wait for ``reqs``: the one way mpicoll waits.
+
+    With ``timeout`` (a caller's ``wait(timeout=...)``) it polls and raises
+    :class:`CollectiveTimeout` on expiry, the operation left pending. Without,
+    it blocks in MPI under the monitor's eye (group timeout, departed peers,
+    signals). ``status`` receives a single request's status.
+    """
+    if timeout is not None:
+        secs = seconds(timeout)
+        deadline = time.monotonic() + secs
+        test = (lambda: reqs[0].Test(status)) if status is not None else (
+            lambda: MPI.Request.Testall(reqs))
+        while not test():
+            if time.monotonic() > deadline:
+                raise CollectiveTimeout(f"{op}: not completed within {secs:g} s")
+            time.sleep(1e-4)
+        return
+    token = watchdog.begin(op, group, seq, args, timeout_for(group), peer)
+    try:
+        if status is not None:
+            reqs[0].Wait(status)
+        elif len(reqs) == 1:
+            reqs[0].Wait()
+        else:
+            MPI.Request.Waitall(reqs)
+    finally:
+        watchdog.end(token)
 
 
 class Work:
@@ -17,37 +74,55 @@ class Work:
     post-steps (AVG's divide, low-precision rounding) run at completion.
     """
 
-    __slots__ = ("_done", "_exc", "_finalize", "_keep", "_outputs", "_reqs", "_source", "group",
-                 "op", "seq")
+    __slots__ = ("_done", "_exc", "_finalize", "_keep", "_on_status", "_outputs", "_reqs",
+                 "_source", "group", "op", "peer", "seq")
 
     def __init__(self, op: str, reqs: list[Any], finalize: Callable[[], Any] | None = None,
-                 keep: Any = None, outputs: list[Any] | None = None) -> None:
+                 keep: Any = None, outputs: list[Any] | None = None, group: Any = None,
+                 seq: int = 0, on_status: Callable[[Any], int] | None = None,
+                 peer: int | None = None) -> None:
         self.op = op
         self._reqs = reqs
         self._finalize = finalize
         self._keep = keep  # buffers MPI still uses: alive until completion
         self._outputs = outputs or []
-        self._done = False
+        self._on_status = on_status  # a receive's: the status -> the sender's global rank
+        self._done = not reqs
         self._exc: BaseException | None = None
         self._source = -1
-        self.group: Any = None
-        self.seq = 0
+        self.group = group
+        self.seq = seq
+        self.peer = peer
+        if reqs:
+            pending[id(self)] = self
 
-    def _complete(self) -> None:
+    @classmethod
+    def completed(cls, op: str, outputs: list[Any] | None = None) -> Work:
+        """A Work with nothing left to do (an async call with nothing to communicate)."""
+        return cls(op, [], outputs=outputs)
+
+    def _complete(self, status: Any = None) -> None:
+        pending.pop(id(self), None)
         self._done = True
         fin, self._finalize, self._keep = self._finalize, None, None
-        if fin is not None:
-            try:
-                res = fin()
-                if res is not None:
-                    self._source = res
-            except BaseException as e:
-                self._exc = e
+        try:
+            if self._on_status is not None:
+                self._source = self._on_status(status)
+            if fin is not None:
+                fin()
+        except BaseException as e:
+            self._exc = e
 
     def _fail(self, e: BaseException) -> None:
+        pending.pop(id(self), None)
         self._done = True
+        if isinstance(e, MPI.Exception):
+            e = MPIError(self.op, f"{describe(e)} [{_summarise(self._keep)}]")
+        self._exc = e
         self._finalize = self._keep = None
-        self._exc = MPIError(self.op, str(e)) if not isinstance(e, MPIError) else e
+
+    def _status(self) -> Any:
+        return MPI.Status() if self._on_status is not None else None
 
     def wait(self, timeout: Any = None) -> bool:
         """Block until the operation completes; re-raise its error if it failed.
@@ -58,52 +133,31 @@ class Work:
                 operation stays pending.
         """
         if not self._done:
-            from mpi4py import MPI
-
+            status = self._status()
             try:
-                if timeout is None:
-                    self._wait_watched(MPI)
-                else:
-                    secs = getattr(timeout, "total_seconds", lambda: timeout)()
-                    deadline = time.monotonic() + float(secs)
-                    while not MPI.Request.Testall(self._reqs):
-                        if time.monotonic() > deadline:
-                            raise CollectiveTimeout(
-                                f"{self.op}: not completed within {secs} s")
-                        time.sleep(1e-4)
+                wait_requests(self._reqs, self.op, self.group, self.seq, self._keep, timeout,
+                              status, self.peer)
             except MPI.Exception as e:
                 self._fail(e)
             else:
-                self._complete()
+                self._complete(status)
         if self._exc is not None:
             raise self._exc
         return True
 
-    def _wait_watched(self, MPI: Any) -> None:
-        from ._watchdog import timeout_for, watchdog
-
-        limit = timeout_for(self.group)
-        if not limit:
-            MPI.Request.Waitall(self._reqs)
-            return
-        token = watchdog.begin(self.op, self.group, self.seq, self._keep, limit)
-        try:
-            MPI.Request.Waitall(self._reqs)
-        finally:
-            watchdog.end(token)
-
     def is_completed(self) -> bool:
         """Test for completion without blocking (completing the work if done)."""
         if not self._done:
-            from mpi4py import MPI
-
+            status = self._status()
             try:
-                if not MPI.Request.Testall(self._reqs):
-                    return False
+                done = (self._reqs[0].Test(status) if status is not None
+                        else MPI.Request.Testall(self._reqs))
             except MPI.Exception as e:
                 self._fail(e)
                 return True
-            self._complete()
+            if not done:
+                return False
+            self._complete(status)
         return True
 
     def is_success(self) -> bool:

@@ -7,10 +7,11 @@ from typing import Any
 
 from mpi4py import MPI
 
+from .. import _departures
 from .._checkmode import verify
 from .._env import settings as _settings
-from .._watchdog import _summarise, watchdog
-from .._work import Work
+from .._watchdog import _summarise
+from .._work import Work, describe
 from ..errors import MPIError
 from . import _large
 
@@ -24,8 +25,10 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     data has arrived: right away when blocking, at completion when async.
     ``sig`` describes the call for checked mode (MPICOLL_CHECK=1).
     """
-    group.seq += 1
+    seq = group.seq = group.seq + 1
     settings = _settings()
+    if _departures.left:
+        _departures.check(op, group, seq)
     if settings.check:
         verify(op, group, sig() if sig is not None else {})
     comm = group.comm
@@ -34,30 +37,29 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
         try:
             _large.call(comm, method, args)
         except MPI.Exception as e:
-            raise MPIError(op, f"{_describe(e)} [{_summarise(args)}]") from e
+            raise MPIError(op, f"{describe(e)} [{_summarise(args)}]") from e
         if finalize is not None:
             finalize()
-        return done(op, outputs) if async_op else None
+        return Work.completed(op, outputs) if async_op else None
+    # always MPI's nonblocking call: a blocking collective never matches a nonblocking
+    # one, and ranks may differ in async_op
     try:
-        if async_op:
-            req = getattr(comm, "I" + method[0].lower() + method[1:])(*args)
-            work = Work(op, [req], finalize, keep=(args, keep), outputs=outputs)
-            work.group, work.seq = group, group.seq
-            return work
-        timeout = group.timeout or settings.timeout
-        if timeout is None:
-            getattr(comm, method)(*args)
-        else:
-            token = watchdog.begin(op, group, group.seq, args, timeout)
-            try:
-                getattr(comm, method)(*args)
-            finally:
-                watchdog.end(token)
+        req = getattr(comm, _NONBLOCKING.get(method) or _nonblocking(method))(*args)
     except MPI.Exception as e:
-        raise MPIError(op, f"{_describe(e)} [{_summarise(args)}]{_large_hint(args)}") from e
-    if finalize is not None:
-        finalize()
+        raise MPIError(op, f"{describe(e)} [{_summarise(args)}]{_large_hint(args)}") from e
+    work = Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group, seq=seq)
+    if async_op:
+        return work
+    work.wait()
     return None
+
+
+_NONBLOCKING: dict[str, str] = {}
+
+
+def _nonblocking(method: str) -> str:
+    name = _NONBLOCKING[method] = "I" + method[0].lower() + method[1:]
+    return name
 
 
 def _large_hint(args: Any) -> str:
@@ -68,17 +70,3 @@ def _large_hint(args: Any) -> str:
     return (f"; the message has more than 2**31-1 elements and this MPI implements MPI "
             f"{version}, without the MPI-4 large-count calls: use an MPI-4 library (the "
             "mpich wheel: pip install mpicoll[mpich]) or split the message")
-
-
-def _describe(e: Any) -> str:
-    try:
-        return e.Get_error_string().strip()
-    except Exception:
-        return str(e)
-
-
-def done(op: str, outputs: list[Any] | None = None) -> Work:
-    """A completed Work, for async calls with nothing to communicate."""
-    w = Work(op, [], outputs=outputs)
-    w._done = True
-    return w

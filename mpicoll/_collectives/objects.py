@@ -6,7 +6,9 @@ from typing import Any
 
 from mpi4py import MPI
 
+from .. import _departures
 from .._group import ProcessGroup, resolve
+from .._watchdog import timeout_for, watchdog
 from ..errors import MPIError
 from ._validate import root as _root
 from .barrier import internal_tag
@@ -17,11 +19,25 @@ def _list(op: str, xs: Any, name: str) -> None:
         raise TypeError(f"{op}: {name} must be a list, got {type(xs).__name__}")
 
 
-def _call(op: str, fn: Any, *args: Any, **kw: Any) -> Any:
+def _call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = None,
+          **kw: Any) -> Any:
+    """One pickled MPI call on ``pg``, watched like every mpicoll wait; a collective
+    when ``peer`` is None, else a message to or from group rank ``peer``."""
+    seq = 0
+    if peer is None:
+        seq = pg.seq = pg.seq + 1
+    if _departures.left:
+        if peer is None:
+            _departures.check(op, pg, seq)
+        else:
+            _departures.check_peer(op, pg, peer)
+    token = watchdog.begin(op, pg, seq, None, timeout_for(pg), peer)
     try:
         return fn(*args, **kw)
     except MPI.Exception as e:
         raise MPIError(op, str(e)) from e
+    finally:
+        watchdog.end(token)
 
 
 def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> None:
@@ -34,7 +50,7 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
     if len(object_list) != pg._size:
         raise ValueError(f"{name}: object_list must have one entry per rank: expected "
                          f"{pg._size}, got {len(object_list)}")
-    object_list[:] = _call(name, pg.comm.allgather, obj)
+    object_list[:] = _call(name, pg, pg.comm.allgather, obj)
 
 
 def broadcast_object_list(object_list: list[Any], src: int | None = None, group: Any = None,
@@ -48,7 +64,7 @@ def broadcast_object_list(object_list: list[Any], src: int | None = None, group:
     if src is None and group_src is None:
         src = 0
     root = _root(pg, name, src, group_src, "src", "group_src")
-    got = _call(name, pg.comm.bcast, object_list if pg._rank == root else None, root=root)
+    got = _call(name, pg, pg.comm.bcast, object_list if pg._rank == root else None, root=root)
     if len(got) != len(object_list):
         raise ValueError(f"{name}: object_list must have the source's length: expected "
                          f"{len(got)}, got {len(object_list)}")
@@ -72,7 +88,7 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None,
         if len(object_gather_list) != pg._size:
             raise ValueError(f"{name}: object_gather_list must have one entry per rank: "
                              f"expected {pg._size}, got {len(object_gather_list)}")
-    got = _call(name, pg.comm.gather, obj, root=root)
+    got = _call(name, pg, pg.comm.gather, obj, root=root)
     if pg._rank == root:
         object_gather_list[:] = got  # type: ignore[index]
 
@@ -99,7 +115,7 @@ def scatter_object_list(scatter_object_output_list: list[Any],
             raise ValueError(f"{name}: scatter_object_input_list must have one entry per "
                              f"rank: expected {pg._size}, got {len(scatter_object_input_list)}")
     payload = scatter_object_input_list if pg._rank == root else None
-    scatter_object_output_list[0] = _call(name, pg.comm.scatter, payload, root=root)
+    scatter_object_output_list[0] = _call(name, pg, pg.comm.scatter, payload, root=root)
 
 
 def _p2p_group(op: str, group: Any) -> ProcessGroup | None:
@@ -116,7 +132,8 @@ def send_object_list(object_list: list[Any], dst: int | None = None, group: Any 
         return
     _list(name, object_list, "object_list")
     peer = _root(pg, name, dst, group_dst, "dst", "group_dst")
-    _call(name, pg.comm.send, object_list, dest=peer, tag=internal_tag() - 1)
+    _call(name, pg, pg.comm.send, object_list, dest=peer, tag=internal_tag() - 1, peer=peer)
+    pg.sent[peer] = pg.sent.get(peer, 0) + 1
 
 
 def recv_object_list(object_list: list[Any], src: int | None = None, group: Any = None,
@@ -131,11 +148,14 @@ def recv_object_list(object_list: list[Any], src: int | None = None, group: Any 
     source = MPI.ANY_SOURCE if src is None and group_src is None else _root(
         pg, name, src, group_src, "src", "group_src")
     status = MPI.Status()
-    got = _call(name, pg.comm.recv, source=source, tag=internal_tag() - 1, status=status)
+    got = _call(name, pg, pg.comm.recv, source=source, tag=internal_tag() - 1,
+                status=status, peer=source)
+    src = status.Get_source()
+    pg.received[src] = pg.received.get(src, 0) + 1
     if len(got) != len(object_list):
         raise ValueError(f"{name}: object_list must have the sender's length: expected "
                          f"{len(got)}, got {len(object_list)}")
     object_list[:] = got
-    return pg.ranks[status.Get_source()]
+    return pg.ranks[src]
 
 

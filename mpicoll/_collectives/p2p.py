@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from mpi4py import MPI
@@ -10,9 +9,9 @@ from mpi4py import MPI
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import ProcessGroup, resolve
-from .._watchdog import timeout_for, watchdog
+from .. import _departures
 from .._work import Work
-from ..errors import CollectiveTimeout, MPIError
+from ..errors import MPIError
 from ._validate import root as _root
 
 
@@ -60,31 +59,11 @@ def _post(op: str, prepared: tuple[ProcessGroup, int, Any, int], receive: bool) 
         raise MPIError(op, str(e)) from e
 
 
-def _post_send(op: str, tensor: Any, dst: Any, group: Any, tag: int,
-               group_dst: Any) -> tuple[Any, Any] | None:
-    prepared = _prepare(op, tensor, dst, group, tag, group_dst, receive=False)
-    if prepared is None:
-        return None
-    return _post(op, prepared, False), prepared[2]
-
-
-def _post_recv(op: str, tensor: Any, src: Any, group: Any, tag: int,
-               group_src: Any) -> tuple[Any, Any, ProcessGroup] | None:
-    prepared = _prepare(op, tensor, src, group, tag, group_src, receive=True)
-    if prepared is None:
-        return None
-    return _post(op, prepared, True), prepared[2], prepared[0]
-
-
 def isend(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,
           group_dst: int | None = None) -> Work | None:
     """Start sending ``tensor`` to global rank ``dst`` (or ``group_dst``); returns a Work."""
-    posted = _post_send("isend", tensor, dst, group, tag, group_dst)
-    if posted is None:
-        return None
-    work = Work("isend", [posted[0]], None, keep=posted[1], outputs=[tensor])
-    work.group = resolve(group, "isend")
-    return work
+    prepared = _prepare("isend", tensor, dst, group, tag, group_dst, receive=False)
+    return None if prepared is None else _send_work("isend", prepared, tensor)
 
 
 def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
@@ -93,83 +72,40 @@ def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
 
     ``work.source_rank()`` gives the sender's global rank after completion.
     """
-    posted = _post_recv("irecv", tensor, src, group, tag, group_src)
-    if posted is None:
-        return None
-    return _recv(posted, tensor, "irecv")
+    prepared = _prepare("irecv", tensor, src, group, tag, group_src, receive=True)
+    return None if prepared is None else _recv_work("irecv", prepared, tensor)
 
 
-def _recv(posted: tuple[Any, Any, ProcessGroup], tensor: Any, op: str) -> Work:
-    req, buf, pg = posted
-    work = _StatusWork(op, [req], None, keep=buf, outputs=[tensor])
-    work._buf, work._pg = buf, pg
-    return work
+def _send_work(op: str, prepared: tuple[ProcessGroup, int, Any, int], tensor: Any) -> Work:
+    pg, rank = prepared[0], prepared[1]
+    if _departures.left:
+        _departures.check_peer(op, pg, rank)
+    req = _post(op, prepared, False)
+    pg.sent[rank] = pg.sent.get(rank, 0) + 1
+    return Work(op, [req], keep=prepared[2], outputs=[tensor], group=pg, peer=rank)
 
 
-def _deadline(timeout: Any) -> float:
-    secs = getattr(timeout, "total_seconds", lambda: timeout)()
-    return time.monotonic() + float(secs)
+def _recv_work(op: str, prepared: tuple[ProcessGroup, int, Any, int], tensor: Any) -> Work:
+    pg, rank, buf = prepared[0], prepared[1], prepared[2]
+    if _departures.left:
+        _departures.check_peer(op, pg, rank)
+    req = _post(op, prepared, True)
 
+    def arrived(status: Any) -> int:
+        src = status.Get_source()
+        pg.received[src] = pg.received.get(src, 0) + 1
+        buf.commit()
+        return pg.ranks[src]
 
-class _StatusWork(Work):
-    """A receive's Work: completion commits the buffer and records the source."""
-
-    __slots__ = ("_buf", "_pg")
-
-    def wait(self, timeout: Any = None) -> bool:
-        if not self._done:
-            status = MPI.Status()
-            try:
-                if timeout is None:
-                    limit = timeout_for(self._pg)
-                    token = watchdog.begin(self.op, self._pg, 0, self._keep, limit) if limit \
-                        else None
-                    try:
-                        self._reqs[0].Wait(status)
-                    finally:
-                        if token is not None:
-                            watchdog.end(token)
-                else:
-                    deadline = _deadline(timeout)
-                    while not self._reqs[0].Test(status):
-                        if time.monotonic() > deadline:
-                            raise CollectiveTimeout(f"{self.op}: not completed within "
-                                                    f"{timeout} s")
-                        time.sleep(1e-4)
-            except MPI.Exception as e:
-                self._fail(e)
-            else:
-                self._finish(status)
-        if self._exc is not None:
-            raise self._exc
-        return True
-
-    def is_completed(self) -> bool:
-        if not self._done:
-            status = MPI.Status()
-            if not self._reqs[0].Test(status):
-                return False
-            self._finish(status)
-        return True
-
-    def _finish(self, status: Any) -> None:
-        self._done = True
-        self._source = self._pg.ranks[status.Get_source()]
-        try:
-            self._buf.commit()
-        except BaseException as e:
-            self._exc = e
-        self._keep = None
+    return Work(op, [req], keep=buf, outputs=[tensor], group=pg, on_status=arrived, peer=rank)
 
 
 def send(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,
          group_dst: int | None = None) -> None:
     """Send ``tensor`` to global rank ``dst`` (or ``group_dst``); blocks until sent."""
-    posted = _post_send("send", tensor, dst, group, tag, group_dst)
-    if posted is not None:
-        work = Work("send", [posted[0]], keep=posted[1])
-        work.group = resolve(group, "send")
-        work.wait()
+    prepared = _prepare("send", tensor, dst, group, tag, group_dst, receive=False)
+    if prepared is not None:
+        _send_work("send", prepared, tensor).wait()
 
 
 def recv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
@@ -179,12 +115,10 @@ def recv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
     Returns:
         The sender's global rank (-1 on a non-member rank).
     """
-    posted = _post_recv("recv", tensor, src, group, tag, group_src)
-    if posted is None:
+    prepared = _prepare("recv", tensor, src, group, tag, group_src, receive=True)
+    if prepared is None:
         return -1
-    work = _recv(posted, tensor, "recv")
-    work.wait()
-    return work._source
+    return _recv_work("recv", prepared, tensor).source_rank()
 
 
 class P2POp:
@@ -228,16 +162,6 @@ def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work]:
     # Check every operation before posting any, so bad input sends nothing.
     prepared = [(p, _prepare(name, p.tensor, p.peer, p.group, p.tag, p.group_peer,
                              receive=p.op is irecv)) for p in p2p_op_list]
-    works: list[Work] = []
-    for p, prep in prepared:
-        if prep is None:
-            continue
-        receive = p.op is irecv
-        req = _post(name, prep, receive)
-        if receive:
-            w = _StatusWork("irecv", [req], None, keep=prep[2], outputs=[p.tensor])
-            w._buf, w._pg = prep[2], prep[0]
-            works.append(w)
-        else:
-            works.append(Work("isend", [req], None, keep=prep[2], outputs=[p.tensor]))
-    return works
+    return [(_recv_work if p.op is irecv else _send_work)(
+        "irecv" if p.op is irecv else "isend", prep, p.tensor)
+        for p, prep in prepared if prep is not None]

@@ -27,6 +27,7 @@ import torch.distributed as dist
 import torch.distributed.rendezvous  # noqa: F401  (the module; dist.rendezvous is a function)
 
 from .._group import ProcessGroup as _Group
+from .. import _departures
 from .._runtime import mpi
 from ._backend import MpicollProcessGroup
 
@@ -39,7 +40,9 @@ def _world_group() -> _Group:
     """The backend's own duplicate of COMM_WORLD (kept apart from mpicoll's WORLD)."""
     global _world
     if _world is None or _world.comm is None:
-        world = mpi().COMM_WORLD
+        MPI = mpi()
+        _departures.setup(MPI)
+        world = MPI.COMM_WORLD
         _world = _Group(world.Dup(), list(range(world.Get_size())), name="torch-world")
     return _world
 

@@ -1,0 +1,172 @@
+"""Ranks that leave: a notice at exit, so no peer waits for ever on a rank that is gone.
+
+A rank whose process ends tells every other rank, on a private duplicate of
+COMM_WORLD, how far it got: for each group, how many collectives it issued and
+how many messages it sent to and received from that peer. A peer then knows
+exactly whether an operation can still complete:
+
+- a collective numbered ``k`` on a group whose departed member issued fewer than
+  ``k`` cannot; nor a receive from a rank that sent nothing more, nor a send to a
+  rank that received less than was sent;
+- an operation about to start raises :class:`~mpicoll.errors.PeerExited` at once;
+- one already waiting (inside MPI, where no exception can reach) is reported
+  by the monitor thread, which then ends the job.
+
+Costs nothing per call (one truthiness test of ``left``); at exit, one small
+message to each peer. Needs MPI_THREAD_MULTIPLE (mpi4py's default): the monitor
+thread receives the notices.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import PeerExited
+
+TAG = 1
+# global rank -> its notice: {"status": int | None, "groups": {key: (seq, sent, received)}}
+left: dict[int, dict[str, Any]] = {}
+_ctrl: Any = None  # the private communicator, None when notices are off
+_announced = False
+_set_up = False
+
+
+def setup(MPI: Any) -> None:
+    """Create the notice channel (collective over COMM_WORLD, at the default group's birth)."""
+    global _ctrl, _set_up
+    if _set_up:
+        return
+    _set_up = True
+    world = MPI.COMM_WORLD
+    if world.Get_size() == 1 or MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+        return
+    _ctrl = world.Dup()
+    from ._watchdog import watchdog
+
+    watchdog.checks.append(poll)
+    watchdog.start()
+
+
+def _progress(pg: Any, group_rank: int) -> tuple[int, int, int]:
+    return (pg.seq, pg.sent.get(group_rank, 0), pg.received.get(group_rank, 0))
+
+
+def announce(status: int | None) -> None:
+    """Tell every peer still here that this rank leaves (once, at exit)."""
+    global _announced
+    if _ctrl is None or _announced:
+        return
+    _announced = True
+    from mpi4py import MPI
+
+    from ._group import all_groups
+
+    me = _ctrl.Get_rank()
+    groups = all_groups()
+    reqs = []
+    for peer in range(_ctrl.Get_size()):
+        if peer == me or peer in left:
+            continue
+        mine = {}
+        for pg in groups:
+            idx = pg._index.get(peer)
+            if idx is not None:
+                mine[pg.key] = _progress(pg, idx)
+        try:
+            reqs.append(_ctrl.isend({"status": status, "groups": mine}, dest=peer, tag=TAG))
+        except MPI.Exception:
+            pass
+    try:
+        MPI.Request.Waitall(reqs)
+    except MPI.Exception:
+        pass
+
+
+def poll(now: float) -> None:
+    """Monitor tick: take in notices, then end the job if this rank waits on a leaver."""
+    from mpi4py import MPI
+
+    status = MPI.Status()
+    while True:
+        msg = _ctrl.improbe(MPI.ANY_SOURCE, TAG, status)
+        if msg is None:
+            break
+        left[status.Get_source()] = msg.recv()
+    if not left:
+        return
+    from ._watchdog import watchdog
+
+    for op in watchdog.active():
+        why = _blocked(op.name, op.group, op.seq, op.peer)
+        if why:
+            watchdog.abort(f"cannot finish {op.describe()} (waiting {now - op.start:.1f} s): "
+                           f"{why}", _status(), stacks=False)
+
+
+def _status() -> int:
+    codes = [n["status"] for n in left.values() if n.get("status")]
+    return codes[0] if codes else 1
+
+
+def _gone(g: int) -> str:
+    status = left[g].get("status")
+    return f"global rank {g} left the job" + (f" (exit status {status})" if status else "")
+
+
+def _blocked(op: str, pg: Any, seq: int, peer: int | None) -> str:
+    """Why ``op`` on ``pg`` cannot complete given the departures, or ''."""
+    if pg is None:
+        return ""
+    k = pg.key
+    if peer is None:
+        for g in pg.ranks:
+            notice = left.get(g)
+            if notice is not None:
+                done = notice["groups"].get(k, (0, 0, 0))[0]
+                if done < seq:
+                    return (f"{_gone(g)} after {done} collective(s) on this group; this is "
+                            f"collective #{seq}")
+        return ""
+    from mpi4py import MPI
+
+    peers = [p for p in range(len(pg.ranks)) if p != pg._rank] if peer == MPI.ANY_SOURCE \
+        else [peer]
+    why = []
+    for p in peers:
+        notice = left.get(pg.ranks[p])
+        if notice is None:
+            return ""  # a live sender (or receiver) may still come
+        _, sent_to_me, received_from_me = notice["groups"].get(k, (0, 0, 0))
+        if "recv" in op:
+            if pg.received.get(p, 0) < sent_to_me:
+                return ""  # its messages are still on their way
+            why.append(f"{_gone(pg.ranks[p])} after sending this rank "
+                       f"{sent_to_me} message(s), all received")
+        else:
+            if received_from_me >= pg.sent.get(p, 0):
+                return ""
+            why.append(f"{_gone(pg.ranks[p])} after receiving "
+                       f"{received_from_me} of the {pg.sent.get(p, 0)} message(s) sent to it")
+    return "; ".join(why)
+
+
+def check(op: str, pg: Any, seq: int) -> None:
+    """Before issuing collective #``seq`` on ``pg``: raise if a member has left too early."""
+    why = _blocked(op, pg, seq, None)
+    if why:
+        raise PeerExited(f"{op}: cannot run on group {pg.name!r} (global ranks {pg.ranks}): "
+                         f"{why}", _status())
+
+
+def check_peer(op: str, pg: Any, peer: int) -> None:
+    """Before posting a send or receive: raise if the peer has left for good."""
+    from mpi4py import MPI
+
+    if peer != MPI.ANY_SOURCE and pg.ranks[peer] in left:
+        if "recv" in op:
+            # whatever it sent before leaving may still be received
+            why = _blocked(op, pg, 0, peer)
+        else:
+            why = _gone(pg.ranks[peer])
+        if why:
+            raise PeerExited(f"{op}: {why}", _status())

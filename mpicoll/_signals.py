@@ -1,0 +1,115 @@
+"""One Ctrl-C (or SIGTERM) stops a job whose main thread is stuck inside MPI.
+
+Python runs signal handlers in the main thread, between bytecodes: a main
+thread blocked in an MPI wait never runs them, so ``mpiexec``'s forwarded
+SIGINT does nothing. ``signal.set_wakeup_fd`` makes the C-level handler also
+write the signal's number to a pipe, which the monitor thread watches. When
+the main thread does not handle the signal itself within a moment (it is in
+an mpicoll wait, or stuck elsewhere in C), the monitor reports where this rank
+is and ends the job with status 128 + the signal's number.
+
+Installed only from the main thread, and only over Python's defaults: SIGINT's
+``default_int_handler`` (still raising KeyboardInterrupt) and SIGTERM's
+``SIG_DFL`` (still ending the process by SIGTERM, after a message). A program
+or library that installs its own handlers or wake-up fd keeps them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+GRACE = 2.0  # seconds the main thread has to handle a signal itself
+
+_arrived: dict[int, float] = {}  # signal number -> when it reached the monitor
+_handled: dict[int, float] = {}  # signal number -> when the main thread's handler ran
+_main = threading.main_thread().ident
+_installed = False
+
+
+def install() -> None:
+    """Route SIGINT and SIGTERM through the monitor (from the main thread, once)."""
+    global _installed
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    _installed = True
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    try:
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except ValueError:
+        os.close(r)
+        os.close(w)
+        return
+    if old != -1:  # someone else's (an event loop): leave it theirs
+        signal.set_wakeup_fd(old)
+        os.close(r)
+        os.close(w)
+        return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    from ._watchdog import watchdog
+
+    watchdog.checks.append(_tick)
+    watchdog.start(wake_fd=r)
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    _handled[signum] = time.monotonic()
+    signal.default_int_handler(signum, frame)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    _handled[signum] = time.monotonic()
+    _say(f"received SIGTERM; ending (at {_where(frame)})")
+    _die_by(signum)
+
+
+def _where(frame: Any) -> str:
+    if frame is None:
+        return "an unknown place"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+def _say(text: str) -> None:
+    from mpi4py import MPI
+
+    sys.stderr.write(f"mpicoll: rank {MPI.COMM_WORLD.Get_rank()} {text}\n")
+    sys.stderr.flush()
+
+
+def _die_by(signum: int) -> None:
+    """End this process by ``signum`` with the default action, as if never caught."""
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def arrived(signum: int) -> None:
+    """The monitor read ``signum`` from the wake-up pipe."""
+    if signum in (signal.SIGINT, signal.SIGTERM):
+        _arrived[signum] = time.monotonic()
+
+
+def _tick(now: float) -> None:
+    """Monitor tick: end the job if a signal is stuck behind a blocked main thread."""
+    from ._watchdog import watchdog
+
+    for signum, t in list(_arrived.items()):
+        if _handled.get(signum, 0.0) >= t:
+            del _arrived[signum]
+            continue
+        mine = [op for op in watchdog.active() if op.thread == _main]
+        ours = signal.getsignal(signum) in (_on_sigint, _on_sigterm)
+        if not mine and not (ours and now - t > GRACE):
+            continue
+        name = signal.Signals(signum).name
+        where = (f"while waiting {now - mine[0].start:.1f} s in {mine[0].describe()}" if mine
+                 else "while the main thread was stuck outside Python")
+        watchdog.abort(f"received {name} {where}", 128 + signum)
