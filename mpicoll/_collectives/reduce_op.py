@@ -95,11 +95,38 @@ def _plan(dtype: str, rop: ReduceOp, opname: str) -> tuple[Any, bool, bool]:
         mpi_op = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PREMUL_SUM: MPI.SUM,
                   ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX,
                   ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[rop]
+    if rop in (ReduceOp.MIN, ReduceOp.MAX) and kind in ("float", "lowp"):
+        mpi_op = nan_op(rop == ReduceOp.MAX)
     # Open MPI 5's AVX kernels saturate 8- and 16-bit integer sums (100 + 100 = 127)
     # where C, numpy, torch and MPICH wrap: sum those in 32 bits and wrap on the way back
     small_int_sum = (kind in ("int", "uint") and dtype[-1] in "68" and not dtype.endswith("64")
                      and rop == ReduceOp.SUM and _saturating_mpi())
     return mpi_op, kind == "lowp" or small_int_sum, rop == ReduceOp.AVG
+
+
+@cache
+def nan_op(maximum: bool) -> Any:
+    """MIN or MAX that keeps NaN, as ``np.minimum``/``np.maximum`` and torch do.
+
+    MPI's own MPI_MIN/MPI_MAX compare with ``<``/``>``, so a NaN is dropped or kept
+    depending on the order of the operands: the result could differ between ranks
+    and hide a diverged rank. Floating dtypes (float16/bfloat16 widened to float32)
+    reduce with this user-defined, commutative operation instead.
+    """
+    import numpy as np
+    from mpi4py import MPI
+
+    ufunc = np.maximum if maximum else np.minimum
+    types = {MPI.FLOAT.handle: np.float32, MPI.DOUBLE.handle: np.float64}
+
+    def reduce(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
+        dt = types.get(datatype.handle)
+        if dt is None:  # a derived type of the large-message path: its base type
+            dt = types[datatype.Get_contents()[3][0].handle]
+        acc = np.frombuffer(inoutbuf, dt)
+        ufunc(np.frombuffer(inbuf, dt), acc, out=acc)
+
+    return MPI.Op.Create(reduce, commute=True)
 
 
 @cache

@@ -293,6 +293,8 @@ def _task(work: Work | None, name: str, sync_op: bool, outputs: Any = None) -> W
 
 
 def _done(name: str, outputs: Any = None) -> Work:
+    from .._work import Work
+
     return Work.completed(name, outputs)
 
 
