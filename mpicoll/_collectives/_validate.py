@@ -70,6 +70,16 @@ def self_block(op: str, scounts: list[int], rcounts: list[int], me: int, sname: 
                          "must match")
 
 
+def equal_split_sizes(op: str, src: Buffer, dst: Buffer) -> None:
+    """Raise: without split sizes, input and output must be of one size (called on a
+    mismatch; an equal split sends input.numel / P to each rank and receives
+    output.numel / P from each, so a mismatch would leave output partly written)."""
+    raise ValueError(f"{op}: output and input must have the same number of elements when "
+                     f"no split sizes are given: expected output to have {src.numel} "
+                     f"elements (as input, shape {tuple(src.shape)}), got {dst.numel} "
+                     f"(output shape {tuple(dst.shape)})")
+
+
 def row_elems(op: str, a: Buffer, b: Buffer, an: str, bn: str) -> int:
     """Elements per index of dim 0, which both buffers must share."""
     sa, sb = a.shape, b.shape
@@ -133,6 +143,18 @@ def root(pg: ProcessGroup, op: str, global_rank: Any, group_rank: Any, gname: st
     if global_rank is None:
         raise ValueError(f"{op}: {gname} (a global rank) or {rname} must be given")
     return pg.group_rank(global_rank, op, gname)
+
+
+def peer(pg: ProcessGroup, op: str, global_rank: Any, group_rank: Any, gname: str,
+         rname: str) -> int:
+    """Like :func:`root`, for the other end of a blocking message: never this rank."""
+    r = root(pg, op, global_rank, group_rank, gname, rname)
+    if r == pg._rank:
+        name, value = (rname, group_rank) if group_rank is not None else (gname, global_rank)
+        raise ValueError(f"{op}: {name} must be another rank: expected a rank other than "
+                         f"this one, got {value} (this rank); a message to or from oneself "
+                         "would deadlock")
+    return r
 
 
 def stacked_or_concat(op: str, big: Buffer, small: Buffer, n: int, bname: str,

@@ -48,6 +48,10 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
                                     "input_split_sizes", "input")
     rcounts = _validate.split_sizes(name, output_split_sizes, n, dst.shape[0],
                                     "output_split_sizes", "output")
+    # rows match (row_elems), so sizes match when dim 0 does: numel only on a mismatch
+    if scounts is None and rcounts is None and src.shape[0] != dst.shape[0] \
+            and src.numel != dst.numel:
+        _validate.equal_split_sizes(name, src, dst)
     if np.may_share_memory(src.view, dst.view):
         src.detach_input()
     sarr, rarr = src.array, dst.array

@@ -10,6 +10,7 @@ from .. import _departures
 from .._group import ProcessGroup, resolve
 from .._watchdog import timeout_for, watchdog
 from ..errors import MPIError
+from ._validate import peer as _peer
 from ._validate import root as _root
 from .barrier import internal_tag
 
@@ -88,6 +89,9 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None,
         if len(object_gather_list) != pg._size:
             raise ValueError(f"{name}: object_gather_list must have one entry per rank: "
                              f"expected {pg._size}, got {len(object_gather_list)}")
+    elif object_gather_list:
+        raise ValueError(f"{name}: object_gather_list must be given on the destination rank "
+                         f"only (group rank {root}); this is group rank {pg._rank}")
     got = _call(name, pg, pg.comm.gather, obj, root=root)
     if pg._rank == root:
         object_gather_list[:] = got  # type: ignore[index]
@@ -131,7 +135,7 @@ def send_object_list(object_list: list[Any], dst: int | None = None, group: Any 
     if pg is None:
         return
     _list(name, object_list, "object_list")
-    peer = _root(pg, name, dst, group_dst, "dst", "group_dst")
+    peer = _peer(pg, name, dst, group_dst, "dst", "group_dst")
     _call(name, pg, pg.comm.send, object_list, dest=peer, tag=internal_tag() - 1, peer=peer)
     pg.sent[peer] = pg.sent.get(peer, 0) + 1
 
@@ -145,7 +149,7 @@ def recv_object_list(object_list: list[Any], src: int | None = None, group: Any 
     if pg is None:
         return -1
     _list(name, object_list, "object_list")
-    source = MPI.ANY_SOURCE if src is None and group_src is None else _root(
+    source = MPI.ANY_SOURCE if src is None and group_src is None else _peer(
         pg, name, src, group_src, "src", "group_src")
     status = MPI.Status()
     got = _call(name, pg, pg.comm.recv, source=source, tag=internal_tag() - 1,
