@@ -39,7 +39,7 @@ def register() -> None:
         return
     real_exit = sys.exit
 
-    def exit(status: Any = None) -> None:  # noqa: A001
+    def exit(status: Any = None) -> None:
         _exit_status[:] = [status]
         real_exit(status)
 

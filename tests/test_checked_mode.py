@@ -35,7 +35,17 @@ def test_checked_mode_same_error_on_every_rank(case):
         assert out[r].strip() == f"rank {r}: {expected}"
 
 
+def _library() -> str:
+    return run(1, ["-c", "from mpi4py import MPI; print(MPI.Get_library_version())"],
+               timeout=60).stdout
+
+
 def test_unchecked_truncation_surfaces_as_mpicoll_error():
+    if "MPICH" in _library():
+        # every collective is MPI's nonblocking call (so async and blocking ranks match),
+        # and MPICH's Igatherv drops the truncation error that its Gatherv reports; the
+        # same disagreement is caught by checked mode: see the "gather_counts" case above
+        pytest.skip("MPICH's nonblocking Igatherv does not report truncation (docs/errors.md)")
     p, out = run_per_rank(3, ["tests/scripts/disagree.py", "gather_counts"], timeout=60,
                           MPICOLL_TIMEOUT="20")
     assert p.returncode == 0, p.stderr
@@ -67,7 +77,13 @@ def test_skipped_collective_watchdog_names_the_operation():
 
 def test_killed_rank_ends_the_job():
     start = time.monotonic()
-    p = run(3, ["tests/scripts/sigkill_one_rank.py"], timeout=60)
+    # no watchdog (MPICOLL_TIMEOUT=0 disables it): the MPI runtime itself must notice the
+    # dead rank and end the survivors, which wait in all_reduce for it. It takes about a
+    # second; the bound is half the kill timeout, so a job that only ended late (or never)
+    # fails here, while a slow start-up on a loaded machine is not mistaken for a hang.
+    p = run(3, ["tests/scripts/sigkill_one_rank.py"], timeout=120, MPICOLL_TIMEOUT="0")
+    elapsed = time.monotonic() - start
     assert p.returncode != 0
     assert "unreachable" not in p.stdout
-    assert time.monotonic() - start < 60
+    assert "mpicoll watchdog" not in p.stderr  # ended by MPI, not by a timeout
+    assert elapsed < 60, f"the job took {elapsed:.1f} s to end after a rank was killed"

@@ -6,10 +6,10 @@ from typing import Any
 
 from mpi4py import MPI
 
+from .. import _departures
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import ProcessGroup, resolve
-from .. import _departures
 from .._work import Work
 from ..errors import MPIError
 from ._validate import root as _root

@@ -26,8 +26,8 @@ from typing import Any
 import torch.distributed as dist
 import torch.distributed.rendezvous  # noqa: F401  (the module; dist.rendezvous is a function)
 
-from .._group import ProcessGroup as _Group
 from .. import _departures
+from .._group import ProcessGroup as _Group
 from .._runtime import mpi
 from ._backend import MpicollProcessGroup
 

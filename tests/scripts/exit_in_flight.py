@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 
 import mpicoll
-import mpicoll.torch  # noqa: F401
+import mpicoll.torch
 
 dist.init_process_group("mpicoll")
 rank = dist.get_rank()
