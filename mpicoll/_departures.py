@@ -23,7 +23,8 @@ from typing import Any
 
 from .errors import PeerExited
 
-TAG = 1
+TAG = 1  # an exit notice
+QUERY, REPLY = 2, 3  # at a timeout: "how far are you on this group?" and the answer
 # global rank -> its notice: {"status": int | None, "groups": {key: (seq, sent, received)}}
 left: dict[int, dict[str, Any]] = {}
 _ctrl: Any = None  # the private communicator, None when notices are off
@@ -86,6 +87,7 @@ def poll(now: float) -> None:
     """Monitor tick: take in notices, then end the job if this rank waits on a leaver."""
     from mpi4py import MPI
 
+    _answer_queries()
     status = MPI.Status()
     while True:
         msg = _ctrl.improbe(MPI.ANY_SOURCE, TAG, status)
@@ -101,6 +103,67 @@ def poll(now: float) -> None:
         if why:
             watchdog.abort(f"cannot finish {op.describe()} (waiting {now - op.start:.1f} s): "
                            f"{why}", _status(), stacks=False)
+
+
+def _answer_queries() -> None:
+    """Tell peers whose operation timed out how many collectives this rank issued on
+    the group they ask about (None if it has no such group)."""
+    from mpi4py import MPI
+
+    from ._group import all_groups
+
+    status = MPI.Status()
+    while True:
+        msg = _ctrl.improbe(MPI.ANY_SOURCE, QUERY, status)
+        if msg is None:
+            return
+        asked = msg.recv()
+        pg = next((g for g in all_groups() if g.key == asked), None)
+        _ctrl.send(None if pg is None else pg.seq, dest=status.Get_source(), tag=REPLY)
+
+
+def laggards(pg: Any, seq: int, patience: float = 2.0) -> str:
+    """At a timeout of collective #``seq`` on ``pg``: which members had not arrived.
+
+    Asks every other member's monitor thread (they answer even while their main thread
+    is blocked in MPI) how many collectives it issued on ``pg``; waits ``patience``
+    seconds for the answers. Returns a sentence for the report, or '' when off.
+    """
+    if _ctrl is None or pg is None:
+        return ""
+    import time
+
+    from mpi4py import MPI
+
+    peers = [g for g in pg.ranks if g != _ctrl.Get_rank() and g not in left]
+    for g in peers:
+        _ctrl.send(pg.key, dest=g, tag=QUERY)
+    answers: dict[int, Any] = {}
+    status = MPI.Status()
+    deadline = time.monotonic() + patience
+    while len(answers) < len(peers) and time.monotonic() < deadline:
+        _answer_queries()  # peers that time out too ask this rank at the same moment
+        msg = _ctrl.improbe(MPI.ANY_SOURCE, REPLY, status)
+        if msg is None:
+            time.sleep(0.01)
+            continue
+        answers[status.Get_source()] = msg.recv()
+    behind = {g: n for g, n in answers.items() if n is not None and n < seq}
+    parts = []
+    if behind:
+        parts.append("not arrived: " + ", ".join(
+            f"global rank {g} (issued {n} collective(s) on this group)"
+            for g, n in sorted(behind.items())))
+    arrived = sorted(g for g, n in answers.items() if n is not None and n >= seq)
+    if arrived:
+        parts.append(f"arrived: global ranks {arrived}")
+    silent = sorted(set(peers) - set(answers))
+    if silent:
+        parts.append(f"no answer from global ranks {silent}")
+    gone = sorted(g for g in pg.ranks if g in left)
+    if gone:
+        parts.append(f"left the job: global ranks {gone}")
+    return "; ".join(parts)
 
 
 def _status() -> int:

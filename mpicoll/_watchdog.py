@@ -143,9 +143,14 @@ class _Watchdog:
             now = time.monotonic()
             late = [op for op in list(self._active.values()) if now > op.deadline]
             if late:
+                from . import _departures
+
                 op = late[0]
+                who = _departures.laggards(op.group, op.seq) if op.peer is None else ""
                 self.abort(f"stuck for {now - op.start:.1f} s (timeout "
-                           f"{op.deadline - op.start:g} s) in {op.describe()}", 3)
+                           f"{op.deadline - op.start:g} s) in {op.describe()}"
+                           + (f"\nmpicoll watchdog: ranks of the group: {who}" if who else ""),
+                           3)
             for check in self.checks:
                 check(now)
 
