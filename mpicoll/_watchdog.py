@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -33,23 +33,30 @@ from . import _env
 
 _HISTORY = 8
 _TICK = 0.05
+_now = time.monotonic
+_ident = threading.get_ident
 
 
-class _Op:
-    __slots__ = ("args", "deadline", "group", "name", "peer", "seq", "start", "thread")
+class _Op(NamedTuple):
+    """An operation being waited for (stored as a plain tuple on the hot path)."""
 
-    def __init__(self, name: str, group: Any, seq: int, args: Any, timeout: float | None,
-                 peer: int | None) -> None:
-        self.name, self.group, self.seq, self.args, self.peer = name, group, seq, args, peer
-        self.start = time.monotonic()
-        self.deadline = self.start + timeout if timeout else float("inf")
-        self.thread = threading.get_ident()
+    name: str
+    group: Any
+    seq: int
+    args: Any
+    start: float
+    deadline: float
+    thread: int
+    peer: int | None
 
     def describe(self) -> str:
         g = self.group
         where = f"group {g.name!r} (global ranks {g.ranks})" if g is not None else "no group"
         seq = f" #{self.seq}" if self.seq else ""
         return f"{self.name}{seq} on {where}, {_summarise(self.args)}"
+
+
+_INF = float("inf")
 
 
 def _summarise(args: Any) -> str:
@@ -89,7 +96,9 @@ class _Watchdog:
     def begin(self, name: str, group: Any, seq: int, args: Any, timeout: float | None,
               peer: int | None = None) -> int:
         token = next(self._tokens)
-        self._active[token] = _Op(name, group, seq, args, timeout, peer)
+        start = _now()
+        self._active[token] = (name, group, seq, args, start,
+                               start + timeout if timeout else _INF, _ident(), peer)
         if self._thread is None:
             self.start()
         return token
@@ -97,11 +106,12 @@ class _Watchdog:
     def end(self, token: int) -> None:
         op = self._active.pop(token, None)
         if op is not None:
-            self._done.append((op, time.monotonic()))
+            self._done.append((op, _now()))
 
     def active(self) -> list[_Op]:
         """The operations waiting now, oldest first."""
-        return sorted(self._active.values(), key=lambda op: op.start)
+        return sorted((_Op._make(t) for t in list(self._active.values())),
+                      key=lambda op: op.start)
 
     # -- the thread
 
@@ -141,7 +151,7 @@ class _Watchdog:
             if self._stop:
                 return
             now = time.monotonic()
-            late = [op for op in list(self._active.values()) if now > op.deadline]
+            late = [op for op in self.active() if now > op.deadline]
             if late:
                 from . import _departures
 
@@ -159,7 +169,8 @@ class _Watchdog:
         from mpi4py import MPI
 
         rank = MPI.COMM_WORLD.Get_rank()
-        history = [f"{op.describe()} ({end - op.start:.3f} s)" for op, end in list(self._done)]
+        history = [f"{_Op._make(op).describe()} ({end - op[4]:.3f} s)"
+                   for op, end in list(self._done)]
         lines = [f"mpicoll watchdog: rank {rank} {what}",
                  f"mpicoll watchdog: rank {rank} last completed operations (oldest first):"]
         lines += [f"  {h}" for h in history] or ["  (none)"]

@@ -10,7 +10,7 @@ from mpi4py import MPI
 from .. import _departures
 from .._checkmode import verify
 from .._env import settings as _settings
-from .._watchdog import _summarise
+from .._watchdog import _summarise, watchdog
 from .._work import Work, describe
 from ..errors import MPIError
 from . import _large
@@ -47,10 +47,19 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
         req = getattr(comm, _NONBLOCKING.get(method) or _nonblocking(method))(*args)
     except MPI.Exception as e:
         raise MPIError(op, f"{describe(e)} [{_summarise(args)}]{_large_hint(args)}") from e
-    work = Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group, seq=seq)
     if async_op:
-        return work
-    work.wait()
+        return Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group,
+                    seq=seq)
+    # blocking: wait right here (the same wait as Work.wait's, without a Work)
+    token = watchdog.begin(op, group, seq, args, group.timeout or settings.timeout)
+    try:
+        req.Wait()
+    except MPI.Exception as e:
+        raise MPIError(op, f"{describe(e)} [{_summarise(args)}]") from e
+    finally:
+        watchdog.end(token)
+    if finalize is not None:
+        finalize()
     return None
 
 
