@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 _warned: set[str] = set()
 
 DEFAULT_TIMEOUT = 1800.0  # seconds: torch's default for gloo
 
 
-def flag(name: str, default: bool) -> bool:
-    """A boolean setting: 1/true/yes/on or 0/false/no/off."""
-    raw = os.environ.get(name)
+def flag(name: str, default: Any, env: Mapping[str, str] | None = None) -> Any:
+    """A boolean setting: 1/true/yes/on or 0/false/no/off; ``default`` when unset."""
+    raw = (os.environ if env is None else env).get(name)
     if raw is None or raw == "":
         return default
     val = raw.strip().lower()
@@ -33,6 +35,11 @@ def seconds(name: str) -> float | None:
     except ValueError:
         raise ValueError(f"environment variable {name}={raw!r}: expected seconds") from None
     return val if val > 0 else None
+
+
+def as_seconds(timeout: Any) -> float:
+    """A timeout given as seconds or ``datetime.timedelta``, in seconds."""
+    return float(getattr(timeout, "total_seconds", lambda: timeout)())
 
 
 def warn_once(key: str, message: str) -> None:

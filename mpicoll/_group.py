@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import datetime
 import weakref
 from typing import Any
 
 from . import _departures
+from ._env import as_seconds
 from ._runtime import mpi
 
 
@@ -87,11 +87,7 @@ def _check_int(value: Any, op: str, name: str) -> None:
 
 
 def _as_seconds(timeout: Any) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, datetime.timedelta):
-        return timeout.total_seconds()
-    return float(timeout)
+    return None if timeout is None else as_seconds(timeout)
 
 
 class _State:

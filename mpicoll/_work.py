@@ -14,6 +14,7 @@ from typing import Any
 
 from mpi4py import MPI
 
+from ._env import as_seconds
 from ._watchdog import _summarise, timeout_for, watchdog
 from .errors import CollectiveTimeout, MPIError
 
@@ -30,9 +31,20 @@ def describe(e: Any) -> str:
         return str(e)
 
 
-def seconds(timeout: Any) -> float:
-    """A timeout given as seconds or ``datetime.timedelta``, in seconds."""
-    return float(getattr(timeout, "total_seconds", lambda: timeout)())
+def mpi_error(op: str, e: Any, args: Any = None, hint: str = "") -> MPIError:
+    """The MPIError for MPI's exception ``e`` in ``op``: MPI's message, then the buffers
+    and counts MPI was given (the one place MPI's errors become mpicoll's)."""
+    where = f" [{_summarise(args)}]" if args is not None else ""
+    return MPIError(op, f"{describe(e)}{where}{hint}")
+
+
+def test_until(test: Callable[[], bool], deadline: float) -> bool:
+    """Poll ``test`` until it is true (True) or ``deadline`` passes (False)."""
+    while not test():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1e-4)
+    return True
 
 
 def wait_requests(reqs: list[Any], op: str, group: Any, seq: int, args: Any,
@@ -45,14 +57,11 @@ def wait_requests(reqs: list[Any], op: str, group: Any, seq: int, args: Any,
     signals). ``status`` receives a single request's status.
     """
     if timeout is not None:
-        secs = seconds(timeout)
-        deadline = time.monotonic() + secs
+        secs = as_seconds(timeout)
         test = (lambda: reqs[0].Test(status)) if status is not None else (
             lambda: MPI.Request.Testall(reqs))
-        while not test():
-            if time.monotonic() > deadline:
-                raise CollectiveTimeout(f"{op}: not completed within {secs:g} s")
-            time.sleep(1e-4)
+        if not test_until(test, time.monotonic() + secs):
+            raise CollectiveTimeout(f"{op}: not completed within {secs:g} s")
         return
     token = watchdog.begin(op, group, seq, args, timeout_for(group), peer)
     try:
@@ -117,7 +126,7 @@ class Work:
         pending.pop(id(self), None)
         self._done = True
         if isinstance(e, MPI.Exception):
-            e = MPIError(self.op, f"{describe(e)} [{_summarise(self._keep)}]")
+            e = mpi_error(self.op, e, self._keep)
         self._exc = e
         self._finalize = self._keep = None
 

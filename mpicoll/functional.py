@@ -25,6 +25,7 @@ from ._collectives import all_reduce as _ar
 from ._collectives import all_to_all as _a2a
 from ._collectives import reduce_scatter as _rs
 from ._collectives import rooted as _rooted
+from ._collectives.objects import call as _call
 from ._collectives.reduce_op import ReduceOp
 
 __all__ = ["all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all",
@@ -133,7 +134,8 @@ def all_gather_into_tensor(input: Any, group: Any = None, stacked: bool = False)
 def all_gather(input: Any, group: Any = None) -> list[Any]:
     """Every rank's ``input`` as a list; shapes may differ per rank (negotiated)."""
     pg = _member(group, "all_gather")
-    shapes = pg.comm.allgather(_shape(input))  # one small exchange of shapes
+    # one small exchange of shapes, watched like every mpicoll call
+    shapes = _call("all_gather", pg, pg.comm.allgather, _shape(input))
     if len({len(s) for s in shapes}) > 1 or len({s[1:] for s in shapes}) > 1:
         raise ValueError(f"all_gather: inputs must agree in every dimension but the first: "
                          f"got shapes {shapes}")
@@ -206,7 +208,7 @@ def all_to_all(input_tensor_list: list[Any], group: Any = None) -> list[Any]:
     if not isinstance(input_tensor_list, (list, tuple)) or len(input_tensor_list) != pg.size():
         raise ValueError(f"all_to_all: input_tensor_list must have one tensor per rank: "
                          f"expected {pg.size()}")
-    shapes = pg.comm.alltoall([_shape(t) for t in input_tensor_list])
+    shapes = _call("all_to_all", pg, pg.comm.alltoall, [_shape(t) for t in input_tensor_list])
     like = input_tensor_list[0]
     flat, wrap = _empty(like, (sum(math.prod(s) for s in shapes),))
     outs = _views(flat, shapes)

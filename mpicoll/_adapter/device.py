@@ -37,14 +37,12 @@ def plan(device_type: int, gpu_aware: bool) -> str:
 
 
 def _from_env(env: dict[str, str]) -> tuple[bool, str] | None:
-    raw = env.get("MPICOLL_GPU_AWARE", "").strip().lower()
-    if raw in ("1", "true", "yes", "on"):
-        return True, "forced by MPICOLL_GPU_AWARE=1"
-    if raw in ("0", "false", "no", "off"):
-        return False, "forced by MPICOLL_GPU_AWARE=0"
-    if raw:
-        raise ValueError(f"environment variable MPICOLL_GPU_AWARE={raw!r}: expected 0 or 1")
-    return None
+    from .._env import flag
+
+    forced = flag("MPICOLL_GPU_AWARE", None, env)
+    if forced is None:
+        return None
+    return forced, f"forced by MPICOLL_GPU_AWARE={int(forced)}"
 
 
 def decide(env: dict[str, str], library_version: str, queried: bool | None) -> tuple[bool, str]:

@@ -10,9 +10,8 @@ from mpi4py import MPI
 from .. import _departures
 from .._checkmode import verify
 from .._env import settings as _settings
-from .._watchdog import _summarise, watchdog
-from .._work import Work, describe
-from ..errors import MPIError
+from .._watchdog import watchdog
+from .._work import Work, mpi_error
 from . import _large
 
 
@@ -37,7 +36,7 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
         try:
             _large.call(comm, method, args)
         except MPI.Exception as e:
-            raise MPIError(op, f"{describe(e)} [{_summarise(args)}]") from e
+            raise mpi_error(op, e, args) from e
         if finalize is not None:
             finalize()
         return Work.completed(op, outputs) if async_op else None
@@ -46,7 +45,7 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     try:
         req = getattr(comm, _NONBLOCKING.get(method) or _nonblocking(method))(*args)
     except MPI.Exception as e:
-        raise MPIError(op, f"{describe(e)} [{_summarise(args)}]{_large_hint(args)}") from e
+        raise mpi_error(op, e, args, _large_hint(args)) from e
     if async_op:
         return Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group,
                     seq=seq)
@@ -55,7 +54,7 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     try:
         req.Wait()
     except MPI.Exception as e:
-        raise MPIError(op, f"{describe(e)} [{_summarise(args)}]") from e
+        raise mpi_error(op, e, args) from e
     finally:
         watchdog.end(token)
     if finalize is not None:

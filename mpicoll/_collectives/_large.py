@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from .. import _tags
+
 INT_MAX = 2**31 - 1
 CHUNK = 1 << 30
 
@@ -144,7 +146,7 @@ def _allgatherv(comm: Any, send: Any, recv: list) -> None:
 def _rooted_p2p(comm: Any, root: int, pieces: dict[int, Any], mine: Any, dt: Any,
                 gather: bool) -> None:
     """Gatherv/Scatterv by point-to-point, each message one big datatype."""
-    tag = int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB)) - 2
+    tag = _tags.large()
     me = comm.Get_rank()
     if me != root:
         t = _big_type(dt, mine.size)

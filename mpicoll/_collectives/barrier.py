@@ -8,15 +8,12 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from .. import _tags
+from .._env import DEFAULT_TIMEOUT, as_seconds
 from .._group import resolve
-from .._work import Work
+from .._work import Work, test_until
 from ..errors import CollectiveTimeout
 from ._call import issue
-
-
-def internal_tag() -> int:
-    """The tag reserved for mpicoll's own point-to-point messages."""
-    return int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB))
 
 
 def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,
@@ -53,9 +50,8 @@ def monitored_barrier(group: Any = None, timeout: Any = None,
     pg = resolve(group, name)
     if pg is None:
         return
-    secs = None if timeout is None else getattr(timeout, "total_seconds", lambda: timeout)()
-    secs = float(secs if secs is not None else (pg.timeout or 1800.0))
-    comm, tag = pg.comm, internal_tag()
+    secs = as_seconds(timeout) if timeout is not None else (pg.timeout or DEFAULT_TIMEOUT)
+    comm, tag = pg.comm, _tags.barrier()
     token = np.zeros(1, np.uint8)
     deadline = time.monotonic() + secs
     if pg._rank != 0:
@@ -70,7 +66,7 @@ def monitored_barrier(group: Any = None, timeout: Any = None,
     for r, req in reqs.items():
         if missing and not wait_all_ranks:
             break
-        if not _test_until(req, deadline):
+        if not test_until(req.Test, deadline):
             missing.append(r)
     if missing:
         for r in reqs:
@@ -83,15 +79,7 @@ def monitored_barrier(group: Any = None, timeout: Any = None,
         comm.Send([token, MPI.BYTE], dest=r, tag=tag)
 
 
-def _test_until(req: Any, deadline: float) -> bool:
-    while not req.Test():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(1e-4)
-    return True
-
-
 def _poll(reqs: list[Any], deadline: float, message: Any) -> None:
     for req in reqs:
-        if not _test_until(req, deadline):
+        if not test_until(req.Test, deadline):
             raise CollectiveTimeout(message())

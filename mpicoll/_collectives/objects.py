@@ -6,13 +6,12 @@ from typing import Any
 
 from mpi4py import MPI
 
-from .. import _departures
+from .. import _departures, _tags
 from .._group import ProcessGroup, resolve
 from .._watchdog import timeout_for, watchdog
-from ..errors import MPIError
+from .._work import mpi_error
 from ._validate import peer as _peer
 from ._validate import root as _root
-from .barrier import internal_tag
 
 
 def _list(op: str, xs: Any, name: str) -> None:
@@ -20,7 +19,7 @@ def _list(op: str, xs: Any, name: str) -> None:
         raise TypeError(f"{op}: {name} must be a list, got {type(xs).__name__}")
 
 
-def _call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = None,
+def call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = None,
           **kw: Any) -> Any:
     """One pickled MPI call on ``pg``, watched like every mpicoll wait; a collective
     when ``peer`` is None, else a message to or from group rank ``peer``."""
@@ -36,7 +35,7 @@ def _call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = Non
     try:
         return fn(*args, **kw)
     except MPI.Exception as e:
-        raise MPIError(op, str(e)) from e
+        raise mpi_error(op, e) from e
     finally:
         watchdog.end(token)
 
@@ -51,7 +50,7 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
     if len(object_list) != pg._size:
         raise ValueError(f"{name}: object_list must have one entry per rank: expected "
                          f"{pg._size}, got {len(object_list)}")
-    object_list[:] = _call(name, pg, pg.comm.allgather, obj)
+    object_list[:] = call(name, pg, pg.comm.allgather, obj)
 
 
 def broadcast_object_list(object_list: list[Any], src: int | None = None, group: Any = None,
@@ -65,7 +64,7 @@ def broadcast_object_list(object_list: list[Any], src: int | None = None, group:
     if src is None and group_src is None:
         src = 0
     root = _root(pg, name, src, group_src, "src", "group_src")
-    got = _call(name, pg, pg.comm.bcast, object_list if pg._rank == root else None, root=root)
+    got = call(name, pg, pg.comm.bcast, object_list if pg._rank == root else None, root=root)
     if len(got) != len(object_list):
         raise ValueError(f"{name}: object_list must have the source's length: expected "
                          f"{len(got)}, got {len(object_list)}")
@@ -92,7 +91,7 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None,
     elif object_gather_list:
         raise ValueError(f"{name}: object_gather_list must be given on the destination rank "
                          f"only (group rank {root}); this is group rank {pg._rank}")
-    got = _call(name, pg, pg.comm.gather, obj, root=root)
+    got = call(name, pg, pg.comm.gather, obj, root=root)
     if pg._rank == root:
         object_gather_list[:] = got  # type: ignore[index]
 
@@ -119,7 +118,7 @@ def scatter_object_list(scatter_object_output_list: list[Any],
             raise ValueError(f"{name}: scatter_object_input_list must have one entry per "
                              f"rank: expected {pg._size}, got {len(scatter_object_input_list)}")
     payload = scatter_object_input_list if pg._rank == root else None
-    scatter_object_output_list[0] = _call(name, pg, pg.comm.scatter, payload, root=root)
+    scatter_object_output_list[0] = call(name, pg, pg.comm.scatter, payload, root=root)
 
 
 def _p2p_group(op: str, group: Any) -> ProcessGroup | None:
@@ -136,7 +135,7 @@ def send_object_list(object_list: list[Any], dst: int | None = None, group: Any 
         return
     _list(name, object_list, "object_list")
     peer = _peer(pg, name, dst, group_dst, "dst", "group_dst")
-    _call(name, pg, pg.comm.send, object_list, dest=peer, tag=internal_tag() - 1, peer=peer)
+    call(name, pg, pg.comm.send, object_list, dest=peer, tag=_tags.objects(), peer=peer)
     pg.sent[peer] = pg.sent.get(peer, 0) + 1
 
 
@@ -152,7 +151,7 @@ def recv_object_list(object_list: list[Any], src: int | None = None, group: Any 
     source = MPI.ANY_SOURCE if src is None and group_src is None else _peer(
         pg, name, src, group_src, "src", "group_src")
     status = MPI.Status()
-    got = _call(name, pg, pg.comm.recv, source=source, tag=internal_tag() - 1,
+    got = call(name, pg, pg.comm.recv, source=source, tag=_tags.objects(),
                 status=status, peer=source)
     src = status.Get_source()
     pg.received[src] = pg.received.get(src, 0) + 1

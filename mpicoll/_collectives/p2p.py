@@ -6,12 +6,11 @@ from typing import Any
 
 from mpi4py import MPI
 
-from .. import _departures
+from .. import _departures, _tags
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import ProcessGroup, resolve
-from .._work import Work
-from ..errors import MPIError
+from .._work import Work, mpi_error
 from ._validate import root as _root
 
 
@@ -27,7 +26,7 @@ def _peer(pg: ProcessGroup, op: str, peer: Any, group_peer: Any, pname: str,
 def _tag(op: str, tag: Any) -> int:
     if isinstance(tag, bool) or not isinstance(tag, int):
         raise TypeError(f"{op}: tag must be an int, got {tag!r}")
-    ub = int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB)) - 1  # top two tags: mpicoll's own
+    ub = _tags.user_limit()  # the tags above: mpicoll's own
     if not 0 <= tag < ub:
         raise ValueError(f"{op}: tag must be in [0, {ub}), got {tag}")
     return tag
@@ -56,7 +55,7 @@ def _post(op: str, prepared: tuple[ProcessGroup, int, Any, int], receive: bool) 
             return pg.comm.Irecv([arr, mpi_datatype(arr.dtype)], source=rank, tag=tag)
         return pg.comm.Isend([arr, mpi_datatype(arr.dtype)], dest=rank, tag=tag)
     except MPI.Exception as e:
-        raise MPIError(op, str(e)) from e
+        raise mpi_error(op, e) from e
 
 
 def isend(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,
