@@ -19,10 +19,10 @@ def mpi() -> Any:
 
     if not _hook_installed:
         _install_abort_hook(MPI)
-        if MPI.COMM_WORLD.Get_size() > 1:
-            from . import _shutdown, _signals
+        from . import _shutdown, _signals
 
-            _shutdown.register()
+        _shutdown.register()  # at any size: the progress thread runs at size 1 too
+        if MPI.COMM_WORLD.Get_size() > 1:
             _signals.install()
     return MPI
 
