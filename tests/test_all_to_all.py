@@ -14,6 +14,7 @@ from _reference import (
     to_np,
     to_xp,
 )
+from mpi4py import MPI
 
 import mpicoll as dist
 
@@ -52,7 +53,8 @@ def test_all_to_all_single_even(xp, dtype, rank, size):
 
 
 def test_all_to_all_single_float8(rank, size):
-    torch = pytest.importorskip("torch")
+    import torch
+
     inp = (torch.arange(size * 4, dtype=torch.float32) + rank * 100).to(torch.float8_e4m3fn)
     out = torch.empty(size * 4, dtype=torch.float8_e4m3fn)
     dist.all_to_all_single(out, inp)
@@ -116,14 +118,48 @@ def test_all_to_all_list_uneven(xp, dtype, rank, size):
         assert_equal(o, to_np(to_xp(e, dtype, xp)), dtype)
 
 
-def test_all_to_all_list_chunked_views_zero_copy(rank, size):
-    torch = pytest.importorskip("torch")
+class _RecordingComm:
+    """Stands in for a group's mpi4py communicator: records each call, then makes it."""
+
+    def __init__(self, comm):
+        self._comm = comm
+        self.calls = []
+
+    def __getattr__(self, name):
+        attr = getattr(self._comm, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            self.calls.append((name, args))
+            return attr(*args, **kwargs)
+        return call
+
+
+def _address(a):
+    return MPI.buffer(a).address
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+def test_all_to_all_list_chunked_views_zero_copy(monkeypatch, rank, size, async_op):
+    import torch
+
+    group = dist.new_group(list(range(size)))
+    recorder = _RecordingComm(group.comm)
+    monkeypatch.setattr(group, "comm", recorder)
+    big_in = torch.arange(size * 2) + rank * 100
     big_out = torch.full((size * 2,), -1, dtype=torch.int64)
-    outs = list(big_out.chunk(size))
-    ins = list((torch.arange(size * 2) + rank * 100).chunk(size))
-    dist.all_to_all(outs, ins)
+    work = dist.all_to_all(list(big_out.chunk(size)), list(big_in.chunk(size)), group=group,
+                           async_op=async_op)
+    if async_op:
+        work.wait()
     exp = torch.cat([torch.arange(rank * 2, rank * 2 + 2) + j * 100 for j in range(size)])
     assert torch.equal(big_out, exp)
+    # one MPI call, reading the input's own memory and writing the output's own memory
+    (send, recv), = [args for method, args in recorder.calls
+                     if method in ("Alltoallv", "Ialltoallv")]
+    assert (_address(send[0]), send[0].nbytes) == (big_in.data_ptr(), big_in.nbytes)
+    assert (_address(recv[0]), recv[0].nbytes) == (big_out.data_ptr(), big_out.nbytes)
 
 
 def test_all_to_all_list_non_contiguous_outputs(xp, rank, size):

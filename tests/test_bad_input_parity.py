@@ -91,9 +91,10 @@ def test_torch_backend_all_to_all_single_unequal_sizes(rank, size):
 
     import mpicoll.torch  # noqa: F401  (registers the backend)
 
-    if tdist.is_initialized():
-        pytest.skip("a torch process group exists already in this session")
-    tdist.init_process_group("mpicoll")
+    created = not tdist.is_initialized()  # use the session's group where there is one
+    if created:
+        tdist.init_process_group("mpicoll")
+    assert tdist.get_backend() == "mpicoll"
     try:
         out = torch.full((3 * size,), 7.0)
         with pytest.raises(ValueError, match="output and input must have the same number "
@@ -104,7 +105,8 @@ def test_torch_backend_all_to_all_single_unequal_sizes(rank, size):
         tdist.all_to_all_single(ok, torch.arange(size, dtype=torch.float32) + 10 * rank)
         assert ok.tolist() == [10.0 * r + rank for r in range(size)]
     finally:
-        tdist.destroy_process_group()
+        if created:
+            tdist.destroy_process_group()
 
 
 # -- what gloo refuses and mpicoll refused already (kept refused) -----------------------

@@ -72,6 +72,9 @@ def test_skipped_collective_watchdog_names_the_operation():
     assert "(timeout 8 s) in all_reduce #2 on group '0' (global ranks [0, 1, 2]), " \
            "args: float32[16]" in p.stderr
     assert "last completed operations (oldest first):\n  barrier #1" in p.stderr
+    # the stuck ranks ask their peers' monitor threads how far they got
+    assert "ranks of the group: not arrived: global rank 1 (issued 1 collective(s) on " \
+           "this group); arrived: global ranks [" in p.stderr, p.stderr
     assert time.monotonic() - start < 60
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import re
+
 import numpy as np
 import pytest
 
@@ -45,13 +48,81 @@ def test_decide_from_library_report():
     assert not aware and "staged via host" in why
 
 
-def test_this_machines_decision_is_reported():
+@pytest.fixture
+def fresh_decision(monkeypatch):
+    """gpu_aware() decided anew (it is cached per process), and anew after the test."""
+    device.gpu_aware.cache_clear()
+    monkeypatch.delenv("MPICOLL_GPU_AWARE", raising=False)
+    yield monkeypatch
+    device.gpu_aware.cache_clear()
+
+
+@pytest.mark.parametrize(("value", "aware"), [("1", True), ("on", True), ("0", False),
+                                              ("no", False)])
+def test_this_machines_decision_forced_by_the_environment(fresh_decision, value, aware):
+    fresh_decision.setenv("MPICOLL_GPU_AWARE", value)
+    assert device.gpu_aware() == (aware, f"forced by MPICOLL_GPU_AWARE={int(aware)}")
+
+
+def test_this_machines_decision_refuses_a_bad_override(fresh_decision):
+    fresh_decision.setenv("MPICOLL_GPU_AWARE", "maybe")
+    with pytest.raises(ValueError, match="MPICOLL_GPU_AWARE='maybe': expected 0 or 1"):
+        device.gpu_aware()
+
+
+def _loaded_libmpi_reports_gpu_support() -> bool | None:
+    """What the libmpi this process runs on answers itself (None: it has no such query).
+
+    Found by its path in the process's memory map: mpi4py loads it without making its
+    symbols global, so this does not go through the lookup mpicoll uses.
+    """
+    from mpi4py import MPI
+
+    MPI.Get_version()
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps
+                        if re.search(r"/libmpi(_abi)?\.so[.\d]*$", line.strip())})
+    assert paths, "no libmpi in this process's memory map"
+    answers = []
+    for path in paths:
+        lib = ctypes.CDLL(path)
+        for name in ("MPIX_Query_cuda_support", "MPIX_Query_rocm_support"):  # Open MPI
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_int
+                answers.append(bool(fn()))
+        fn = getattr(lib, "MPIX_GPU_query_support", None)  # MPICH
+        if fn is not None:
+            for kind in (0, 2):  # MPIX_GPU_SUPPORT_CUDA, MPIX_GPU_SUPPORT_HIP
+                flag = ctypes.c_int(0)
+                assert fn(kind, ctypes.byref(flag)) == 0
+                answers.append(bool(flag.value))
+    return any(answers) if answers else None
+
+
+def test_this_machines_default_decision(fresh_decision):
+    from mpi4py import MPI
+
+    version = MPI.Get_library_version()
+    truth = _loaded_libmpi_reports_gpu_support()
+    if truth is None:  # no query in the library: its build line is all there is
+        truth = any(f in version for f in ("--with-cuda", "--with-hip", "--with-ze"))
+    if "pypi.org/p/mpich/" in version:
+        assert truth is False  # the mpich wheel is built without GPU support
     aware, why = device.gpu_aware()
-    assert isinstance(aware, bool) and why
+    assert aware is truth, (aware, why, version)
+    if aware:
+        assert why in ("the MPI library reports GPU support",
+                       "the MPI library was configured with GPU support")
+    else:
+        assert why in ("the MPI library reports no GPU support",
+                       "the MPI library does not report GPU support: device data is staged "
+                       "via host")
 
 
 def _cuda():
-    torch = pytest.importorskip("torch")
+    import torch
+
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device on this machine")
     return torch

@@ -118,7 +118,8 @@ def test_numpy_fft2_transpose_example():
 
 
 def test_jax_functional_example():
-    pytest.importorskip("jax")
+    import jax  # noqa: F401  (installed wherever the suite runs: a failure, never a skip)
+
     p, out = run_per_rank(2, ["examples/jax_functional.py"], timeout=300)
     assert p.returncode == 0, p.stderr
     for r in range(2):

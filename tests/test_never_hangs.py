@@ -20,6 +20,7 @@ from _launch import ROOT, clean_env, mpiexec, run
 pytestmark = pytest.mark.spawn
 
 BOUND = 60  # seconds: a hang detector, not a speed assertion
+ENDS_WITHIN = 20  # seconds from the signal to the job's end: the launcher's timeout is BOUND
 
 
 def _survivors(token: str) -> list[str]:
@@ -114,7 +115,7 @@ def test_one_ctrl_c_stops_a_stuck_job(n):
         assert rc == 130, err
         assert "received SIGINT while waiting" in err, err
         assert ("in all_reduce #2 on group '0'" in err or "in broadcast #2 on group '0'" in err)
-    assert elapsed < BOUND
+    assert elapsed < ENDS_WITHIN, f"the job took {elapsed:.1f} s to end after the signal"
 
 
 @pytest.mark.parametrize("n", [2, 4])
@@ -125,7 +126,7 @@ def test_sigterm_stops_a_stuck_job_with_a_message(n):
     if "Open MPI" not in _library():
         assert rc == 143, err
         assert "received SIGTERM while waiting" in err, err
-    assert elapsed < BOUND
+    assert elapsed < ENDS_WITHIN, f"the job took {elapsed:.1f} s to end after the signal"
 
 
 def _library() -> str:

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from _launch import run_per_rank
 
-pytestmark = [
-    pytest.mark.spawn,
-    pytest.mark.skipif(importlib.util.find_spec("paddle") is None,
-                       reason="paddle is not installed"),
-]
+# paddle is installed wherever the suite runs (make venv): without it these fail, not skip
+pytestmark = pytest.mark.spawn
 
 
 def _line(text: str, prefix: str) -> str:

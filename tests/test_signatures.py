@@ -5,10 +5,9 @@ from __future__ import annotations
 import inspect
 
 import pytest
+import torch.distributed as torch_dist
 
 import mpicoll as dist
-
-torch_dist = pytest.importorskip("torch.distributed")
 
 NAMES = """all_to_all all_to_all_single reduce_scatter reduce_scatter_tensor all_gather
 all_gather_into_tensor all_gather_single reduce_scatter_single all_reduce broadcast reduce

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+import torch.distributed as tdist
+from _sync import check_async_barrier, check_blocking_barrier
 
-torch = pytest.importorskip("torch")
-import torch.distributed as tdist  # noqa: E402
-
-import mpicoll.torch  # noqa: E402, F401  (registers the backend)
+import mpicoll.torch  # noqa: F401  (registers the backend)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -20,8 +20,10 @@ def pg():
 
 def test_backend_identity(rank, size):
     assert tdist.get_backend() == "mpicoll"
+    assert tdist.get_backend(tdist.group.WORLD) == "mpicoll"
     assert tdist.get_rank() == rank and tdist.get_world_size() == size
-    assert not tdist.is_mpi_available() or True  # stock wheels lack MPI; we do not need it
+    # the pip wheel of torch we test with has no MPI backend: "mpicoll" is what gives MPI
+    assert tdist.is_mpi_available() is False
 
 
 @pytest.mark.parametrize("op", ["SUM", "AVG", "PRODUCT", "MIN", "MAX"])
@@ -57,7 +59,8 @@ def test_async_wait_and_future_then(rank, size):
     work = tdist.all_reduce(t, async_op=True)
     fut = work.get_future().then(lambda f: f.value()[0] * 2)
     assert fut.wait().tolist() == [size * (size - 1)] * 8  # 2 * sum(ranks)
-    assert work.wait() and work.is_completed()
+    work.wait()
+    assert work.is_completed()
     assert t.tolist() == [size * (size - 1) / 2] * 8
 
 
@@ -113,14 +116,19 @@ def test_all_to_all_single_uneven_and_list(rank, size):
     outs = [torch.empty(1, dtype=torch.int64) for _ in range(size)]
     tdist.all_to_all(outs, [torch.tensor([10 * rank + j]) for j in range(size)])
     assert [o.item() for o in outs] == [10 * i + rank for i in range(size)]
+    # the same exchange again, async, into an output reset to a sentinel
+    out.fill_(-1)
     w = tdist.all_to_all_single(out, inp, [rank + 1] * size, [j + 1 for j in range(size)],
                                 async_op=True)
     w.wait()
+    exp = np.concatenate([np.full(rank + 1, 100 * i + rank) for i in range(size)])
+    np.testing.assert_array_equal(out.numpy(), exp)
 
 
 def test_barrier(rank, size):
-    tdist.barrier()
-    tdist.barrier(async_op=True).wait()
+    # rank 0 enters last: no rank may leave the barrier before it (tests/_sync.py)
+    check_async_barrier(lambda: tdist.barrier(async_op=True))
+    check_blocking_barrier(tdist.barrier)
 
 
 @pytest.mark.mpi(min_size=2)
@@ -144,10 +152,14 @@ def test_p2p_any_source_and_batch(rank, size):
     for r in reqs:
         r.wait()
     assert buf.tolist() == [float(left)] * 3
-    w = tdist.irecv(buf, src=left) if rank % 2 else tdist.isend(buf * 0 + rank, dst=right)
-    w2 = tdist.isend(buf * 0 + rank, dst=right) if rank % 2 else tdist.irecv(buf, src=left)
+    # single isend/irecv, posted in opposite orders on odd and even ranks
+    buf.fill_(-1)
+    mine = torch.full((3,), rank + 0.25)
+    w = tdist.irecv(buf, src=left) if rank % 2 else tdist.isend(mine, dst=right)
+    w2 = tdist.isend(mine, dst=right) if rank % 2 else tdist.irecv(buf, src=left)
     w.wait()
     w2.wait()
+    assert buf.tolist() == [left + 0.25] * 3
 
 
 def test_object_collectives(rank, size):

@@ -74,8 +74,13 @@ out_splits = [small, small] if rank == 0 else [BIG, small]
 out = np.zeros(sum(out_splits), np.int8)
 timed("all_to_all_single, one split of 2**31+64", lambda: dist.all_to_all_single(
     out, inp, out_splits, in_splits))
-if rank == 1:
+if rank == 0:  # its own block, then rank 1's first block
+    check("all_to_all_single own block", out[:small], slice_pattern(10))
+    check("all_to_all_single from rank 1", out[small:], slice_pattern(11))
+else:  # rank 0's large block, then its own second block
     check("all_to_all_single", out[:BIG], lambda off, n: slice_pattern(10)(off + small, n))
+    check("all_to_all_single own block", out[BIG:],
+          lambda off, n: slice_pattern(11)(off + small, n))
 del inp, out
 
 # all_gather_into_tensor: 2**30+32 per rank into > 2**31
