@@ -7,7 +7,7 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 MPIEXEC ?= $(VENV)/bin/mpiexec
 TIMEOUT ?= 900
-PYTEST  := $(PY) -m pytest -q -x --with-mpi -p no:cacheprovider
+PYTEST  := $(PY) -m pytest -q -x --with-mpi -p no:cacheprovider --durations=8
 EXTRAS  ?= mpich,torch,paddle,jax,test
 OMPI    := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
            OMPI_MCA_rmaps_base_oversubscribe=1

@@ -208,7 +208,14 @@ def is_initialized() -> bool:
 
 
 def destroy_process_group(group: Any = None) -> None:
-    """Free a group's communicator, or every group's when ``group`` is None."""
+    """Free a group's communicator, or every group's when ``group`` is None.
+
+    Pending Works are completed first (their future callbacks run in this thread) and
+    the progress thread is joined: no request is left on a freed communicator.
+    """
+    from ._shutdown import drain
+
+    drain()
     if group is None:
         for pg in [*_State.groups, _State.default]:
             if pg is not None and pg.comm is not None:
