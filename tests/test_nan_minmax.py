@@ -3,6 +3,8 @@ floating dtype and every call that takes a ReduceOp; the same result on every ra
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -39,15 +41,23 @@ def _back(t) -> np.ndarray:
     return t.copy() if isinstance(t, np.ndarray) else t.float().numpy()
 
 
-DTYPES = ["float16", "bfloat16", "float32", "float64"]
+# every floating dtype of each framework (numpy has no bfloat16)
+CASES = [(fw, d) for fw in ("numpy", "torch") for d in ("float16", "bfloat16", "float32",
+                                                        "float64")
+         if (fw, d) != ("numpy", "bfloat16")]
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.fixture(params=CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+def case(request):
+    """(the framework module, the dtype's name, the numpy dtype holding its values)."""
+    fw, dtype = request.param
+    xp = np if fw == "numpy" else importlib.import_module("torch")
+    return xp, dtype, np.float32 if dtype == "bfloat16" else np.dtype(dtype)
+
+
 @pytest.mark.parametrize("op", list(OPS))
-def test_all_reduce_keeps_nan(xp, dtype, op, rank, size):
-    if xp is np and dtype == "bfloat16":
-        pytest.skip("numpy has no bfloat16")
-    np_dtype = np.float32 if dtype == "bfloat16" else np.dtype(dtype)
+def test_all_reduce_keeps_nan(case, op, rank, size):
+    xp, dtype, np_dtype = case
     xs = _inputs(size, 8, np_dtype)
     t = _as(xp, xs[rank], dtype)
     dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
@@ -56,12 +66,9 @@ def test_all_reduce_keeps_nan(xp, dtype, op, rank, size):
     np.testing.assert_array_equal(_back(t), ref.astype(np.float32 if xp is not np else ref.dtype))
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", list(OPS))
-def test_reduce_scatter_and_reduce_keep_nan(xp, dtype, op, rank, size):
-    if xp is np and dtype == "bfloat16":
-        pytest.skip("numpy has no bfloat16")
-    np_dtype = np.float32 if dtype == "bfloat16" else np.dtype(dtype)
+def test_reduce_scatter_and_reduce_keep_nan(case, op, rank, size):
+    xp, dtype, np_dtype = case
     rop = getattr(dist.ReduceOp, op)
     xs = _inputs(size, 2 * size, np_dtype)
     ref = _reference(xs, op)
