@@ -87,6 +87,8 @@ def poll(now: float) -> None:
     """Monitor tick: take in notices, then end the job if this rank waits on a leaver."""
     from mpi4py import MPI
 
+    if MPI.Is_finalized():  # the program finalized MPI itself
+        return
     _answer_queries()
     status = MPI.Status()
     while True:

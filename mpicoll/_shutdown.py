@@ -18,6 +18,7 @@ kill peers that do not need it: they end when they next need it, or finish.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import traceback
@@ -25,6 +26,7 @@ from typing import Any
 
 _exit_status: list[Any] = []  # what sys.exit was last called with
 _registered = False
+_pid = os.getpid()  # a forked child inherits the hook, but it is not an MPI rank
 
 
 def register() -> None:
@@ -85,7 +87,7 @@ def at_exit() -> None:
     from . import _departures
     from ._watchdog import watchdog
 
-    if MPI.Is_finalized():
+    if os.getpid() != _pid or MPI.Is_finalized():
         return
     drain()
     _departures.announce(_known_status())

@@ -55,10 +55,25 @@ def install() -> None:
         signal.signal(signal.SIGINT, _on_sigint)
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
+    # a forked child (a DataLoader worker) is not this rank: its signals must not reach
+    # this rank's monitor through the inherited pipe, nor print as this rank
+    os.register_at_fork(after_in_child=_forget_in_child)
     from ._watchdog import watchdog
 
     watchdog.checks.append(_tick)
     watchdog.start(wake_fd=r)
+
+
+def _forget_in_child() -> None:
+    """After fork, in the child: Python's own signal handling back, no wake-up pipe."""
+    try:
+        signal.set_wakeup_fd(-1)
+        if signal.getsignal(signal.SIGINT) is _on_sigint:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:  # forked from a thread other than the main one
+        pass
 
 
 def _on_sigint(signum: int, frame: Any) -> None:

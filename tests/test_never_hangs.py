@@ -151,3 +151,10 @@ def test_default_timeout_is_thirty_minutes(monkeypatch):
         timeout = 7.0
 
     assert timeout_for(G()) == 7.0
+
+
+def test_forked_child_signal_does_not_end_the_rank():
+    p, _ = _job(2, "fork_child_sigterm.py")
+    assert p.returncode == 0, p.stderr
+    assert "rank 0 ok [2.0, 2.0]" in p.stdout and "rank 1 ok [2.0, 2.0]" in p.stdout
+    assert "mpicoll watchdog" not in p.stderr
