@@ -77,8 +77,7 @@ def drain() -> None:
         try:
             work.wait()
         except Exception as e:
-            sys.stderr.write(f"mpicoll: at exit, {work.op} that was never waited for "
-                             f"failed: {e}\n")
+            sys.stderr.write(f"mpicoll: {work.op}, never waited for, failed: {e}\n")
 
 
 def at_exit() -> None:

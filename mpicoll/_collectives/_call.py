@@ -10,8 +10,7 @@ from mpi4py import MPI
 from .. import _departures
 from .._checkmode import verify
 from .._env import settings as _settings
-from .._watchdog import watchdog
-from .._work import Work, mpi_error
+from .._work import Work, mpi_error, wait_requests
 from . import _large
 
 
@@ -24,11 +23,8 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     data has arrived: right away when blocking, at completion when async.
     ``sig`` describes the call for checked mode (MPICOLL_CHECK=1).
     """
-    seq = group.seq = group.seq + 1
-    settings = _settings()
-    if _departures.left:
-        _departures.check(op, group, seq)
-    if settings.check:
+    seq = next_seq(op, group)
+    if _settings().check:
         verify(op, group, sig() if sig is not None else {})
     comm = group.comm
     if _large.MPI3 and _large.too_big(args):
@@ -49,17 +45,23 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     if async_op:
         return Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group,
                     seq=seq)
-    # blocking: wait right here (the same wait as Work.wait's, without a Work)
-    token = watchdog.begin(op, group, seq, args, group.timeout or settings.timeout)
+    # blocking: Work.wait's wait, without making a Work
     try:
-        req.Wait()
+        wait_requests([req], op, group, seq, args)
     except MPI.Exception as e:
         raise mpi_error(op, e, args) from e
-    finally:
-        watchdog.end(token)
     if finalize is not None:
         finalize()
     return None
+
+
+def next_seq(op: str, group: Any) -> int:
+    """Number the next collective on ``group`` (every member counts the same); raise
+    PeerExited if a member has left before issuing it."""
+    seq = group.seq = group.seq + 1
+    if _departures.left:
+        _departures.check(op, group, seq)
+    return seq
 
 
 _NONBLOCKING: dict[str, str] = {}

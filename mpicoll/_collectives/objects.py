@@ -10,6 +10,7 @@ from .. import _departures, _tags
 from .._group import ProcessGroup, resolve
 from .._watchdog import timeout_for, watchdog
 from .._work import mpi_error
+from ._call import next_seq
 from ._validate import peer as _peer
 from ._validate import root as _root
 
@@ -23,14 +24,9 @@ def call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = None
           **kw: Any) -> Any:
     """One pickled MPI call on ``pg``, watched like every mpicoll wait; a collective
     when ``peer`` is None, else a message to or from group rank ``peer``."""
-    seq = 0
-    if peer is None:
-        seq = pg.seq = pg.seq + 1
-    if _departures.left:
-        if peer is None:
-            _departures.check(op, pg, seq)
-        else:
-            _departures.check_peer(op, pg, peer)
+    seq = next_seq(op, pg) if peer is None else 0
+    if peer is not None and _departures.left:
+        _departures.check_peer(op, pg, peer)
     token = watchdog.begin(op, pg, seq, None, timeout_for(pg), peer)
     try:
         return fn(*args, **kw)
