@@ -194,7 +194,7 @@ def _blocked(op: str, pg: Any, seq: int, peer: int | None) -> str:
         return ""
     from mpi4py import MPI
 
-    peers = [p for p in range(len(pg.ranks)) if p != pg._rank] if peer == MPI.ANY_SOURCE \
+    peers = [p for p in range(len(pg.ranks)) if p != pg.my_rank] if peer == MPI.ANY_SOURCE \
         else [peer]
     why = []
     for p in peers:

@@ -38,6 +38,16 @@ class ProcessGroup:
         self.key = (name, tuple(ranks), twins)
         _EVERY.append(self)
 
+    @property
+    def my_rank(self) -> int:
+        """This process's rank within the group (read-only)."""
+        return self._rank
+
+    @property
+    def nranks(self) -> int:
+        """Number of ranks in the group (read-only)."""
+        return self._size
+
     def rank(self) -> int:
         """This process's rank within the group."""
         return self._rank

@@ -1,6 +1,86 @@
-"""The exceptions that users catch: MPI failures, timeouts, cross-rank mismatches."""
+"""The exceptions that users catch: bad arguments, MPI failures, timeouts, departed
+peers, cross-rank mismatches."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class ArgumentError(Exception):
+    """A bad argument, found before any communication (outputs are untouched).
+
+    Raised as :class:`ArgumentValueError`, :class:`ArgumentTypeError` or
+    :class:`ArgumentBufferError`, which are also ``ValueError``, ``TypeError``
+    and ``BufferError``. The message reads ``"<op>: <argument> <problem>"``; its
+    parts are fields, so a face can rename arguments without reading the text:
+
+    Attributes:
+        op: the operation that raised (``"all_to_all_single"``).
+        reason: a stable key for the problem (``"split_sum"``, ``"read_only"``, ...).
+        names: slot -> the argument named in the message (``{"arg": "input"}``);
+            ``arg`` is the first, the argument at fault.
+        values: the other values the message shows (``expected``, ``got``, ...).
+    """
+
+    def __init__(self, op: str, reason: str, template: str, names: Mapping[str, str],
+                 **values: Any) -> None:
+        self.op = op
+        self.reason = reason
+        self.template = template
+        self.names = dict(names)
+        self.values = values
+        super().__init__(f"{op}: " + template.format(**self.names, **values))
+
+    @property
+    def arg(self) -> str:
+        """The argument at fault, as the message names it."""
+        return next(iter(self.names.values()), "")
+
+    @property
+    def expected(self) -> Any:
+        return self.values.get("expected")
+
+    @property
+    def got(self) -> Any:
+        return self.values.get("got")
+
+    def renamed(self, op: str | None = None, names: Mapping[str, str] | None = None,
+                hint: str = "") -> ArgumentError:
+        """The same error in another API's words: ``op`` replaces the operation's
+        name, ``names`` maps argument names (an element ``x[3]`` follows ``x``),
+        ``hint`` is appended to the message."""
+        table = names or {}
+
+        def rename(name: str) -> str:
+            base, bracket, index = name.partition("[")
+            return table.get(base, base) + bracket + index
+
+        new = type(self)(op or self.op, self.reason, self.template + hint.replace("{", "{{")
+                         .replace("}", "}}"),
+                         {slot: rename(n) for slot, n in self.names.items()}, **self.values)
+        new.__cause__ = self
+        return new
+
+    def __reduce__(self) -> tuple:
+        return _rebuild, (type(self), self.op, self.reason, self.template, self.names,
+                          self.values)
+
+
+def _rebuild(cls: type, op: str, reason: str, template: str, names: dict, values: dict) -> Any:
+    return cls(op, reason, template, names, **values)
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """A bad argument value (a ValueError)."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong type (a TypeError)."""
+
+
+class ArgumentBufferError(ArgumentError, BufferError):
+    """A tensor whose memory cannot serve (a BufferError): read-only output, ..."""
 
 
 class MPIError(RuntimeError):
@@ -31,4 +111,5 @@ class SignatureMismatch(RuntimeError):
     """Checked mode: peers called collectives that do not match."""
 
 
-__all__ = ["CollectiveTimeout", "MPIError", "PeerExited", "SignatureMismatch"]
+__all__ = ["ArgumentBufferError", "ArgumentError", "ArgumentTypeError", "ArgumentValueError",
+           "CollectiveTimeout", "MPIError", "PeerExited", "SignatureMismatch"]

@@ -149,7 +149,7 @@ def peer(pg: ProcessGroup, op: str, global_rank: Any, group_rank: Any, gname: st
          rname: str) -> int:
     """Like :func:`root`, for the other end of a blocking message: never this rank."""
     r = root(pg, op, global_rank, group_rank, gname, rname)
-    if r == pg._rank:
+    if r == pg.my_rank:
         name, value = (rname, group_rank) if group_rank is not None else (gname, global_rank)
         raise ValueError(f"{op}: {name} must be another rank: expected a rank other than "
                          f"this one, got {value} (this rank); a message to or from oneself "

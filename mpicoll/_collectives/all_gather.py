@@ -28,7 +28,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     pg = resolve(group, name)
     if pg is None:
         return None
-    n = pg._size
+    n = pg.nranks
     src = as_buffer(input_tensor, op=name, name="input_tensor")
     dst = as_buffer(output_tensor, writable=True, op=name, name="output_tensor")
     _validate.same_dtype(name, dst, src, "output_tensor", "input_tensor")
@@ -38,7 +38,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     dt = mpi_datatype(rarr.dtype)
     sendspec: Any = [src.array, count, dt]
     if count and np.may_share_memory(src.view, dst.view):
-        mine = rarr.reshape(-1)[pg._rank * count:(pg._rank + 1) * count]
+        mine = rarr.reshape(-1)[pg.my_rank * count:(pg.my_rank + 1) * count]
         if not dst.staged and src.array.ctypes.data == mine.ctypes.data:
             sendspec = MPI.IN_PLACE
         else:
@@ -63,20 +63,20 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
     pg = resolve(group, name)
     if pg is None:
         return None
-    n = pg._size
+    n = pg.nranks
     src = as_buffer(tensor, op=name, name="tensor")
     outs = _validate.tensor_list(name, tensor_list, n, "tensor_list", writable=True,
                                  distinct=False)
     _validate.same_dtype(name, outs[0], src, "tensor_list", "tensor")
     counts = [b.numel for b in outs]
-    if counts[pg._rank] != src.numel:
-        raise ValueError(f"{name}: tensor_list[{pg._rank}] must have the size of tensor on "
-                         f"this rank: expected {src.numel} elements, got {counts[pg._rank]}")
+    if counts[pg.my_rank] != src.numel:
+        raise ValueError(f"{name}: tensor_list[{pg.my_rank}] must have the size of tensor on "
+                         f"this rank: expected {src.numel} elements, got {counts[pg.my_rank]}")
     recv, staged = _pack.receive_area(outs, sum(counts))
     if staged:  # adjacent outputs are distinct by construction
         _validate.distinct_outputs(name, outs, "tensor_list")
     dt = mpi_datatype(recv.dtype)
-    mine = recv[sum(counts[:pg._rank]):sum(counts[:pg._rank + 1])]
+    mine = recv[sum(counts[:pg.my_rank]):sum(counts[:pg.my_rank + 1])]
     sendspec: Any = [src.array, src.numel, dt]
     if src.numel and np.may_share_memory(src.view, recv):
         if not staged and src.array.ctypes.data == mine.ctypes.data:

@@ -35,6 +35,6 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
     p = plan(buf.dtype, op, name)
     recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
     args = (*specs, p.mpi_op)
-    fin = _reduce.finisher(p, recv, buf, pg._size)
+    fin = _reduce.finisher(p, recv, buf, pg.nranks)
     return issue(name, pg, "Allreduce", args, fin, async_op, [tensor],
                  sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "reduce_op": op_name(op)})

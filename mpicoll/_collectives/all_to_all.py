@@ -39,7 +39,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     pg = resolve(group, name)
     if pg is None:
         return None
-    n = pg._size
+    n = pg.nranks
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
@@ -65,12 +65,12 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
         scounts = [src.shape[0] // n] * n
     if rcounts is None:
         rcounts = [dst.shape[0] // n] * n
-    _validate.self_block(name, scounts, rcounts, pg._rank, "input_split_sizes",
+    _validate.self_block(name, scounts, rcounts, pg.my_rank, "input_split_sizes",
                          "output_split_sizes")
     if row != 1:
         scounts = [c * row for c in scounts]
         rcounts = [c * row for c in rcounts]
-    args, own = _alltoallv_args(pg._rank, sarr, scounts, rarr, rcounts, dt)
+    args, own = _alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
     return issue(name, pg, "Alltoallv", args, _then(own, dst.commit_hook), async_op, [output],
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 
@@ -131,14 +131,14 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
     pg = resolve(group, name)
     if pg is None:
         return None
-    n = pg._size
+    n = pg.nranks
     ins = _validate.tensor_list(name, input_tensor_list, n, "input_tensor_list", writable=False)
     outs = _validate.tensor_list(name, output_tensor_list, n, "output_tensor_list",
                                  writable=True, distinct=False)
     _validate.same_dtype(name, outs[0], ins[0], "output_tensor_list", "input_tensor_list")
     scounts = [b.numel for b in ins]
     rcounts = [b.numel for b in outs]
-    _validate.self_block(name, scounts, rcounts, pg._rank, "input_tensor_list",
+    _validate.self_block(name, scounts, rcounts, pg.my_rank, "input_tensor_list",
                          "output_tensor_list")
     send = _pack.pack(ins)
     recv, staged = _pack.receive_area(outs, sum(rcounts))
@@ -146,7 +146,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         _validate.distinct_outputs(name, outs, "output_tensor_list")
     if np.may_share_memory(send, recv):
         send = send.copy()
-    args, own = _alltoallv_args(pg._rank, send, scounts, recv, rcounts,
+    args, own = _alltoallv_args(pg.my_rank, send, scounts, recv, rcounts,
                                 mpi_datatype(send.dtype))
     unpack = (lambda: _pack.unpack(recv, outs)) if staged else None
     return issue(name, pg, "Alltoallv", args, _then(own, unpack), async_op,

@@ -54,14 +54,14 @@ def monitored_barrier(group: Any = None, timeout: Any = None,
     comm, tag = pg.comm, _tags.barrier()
     token = np.zeros(1, np.uint8)
     deadline = time.monotonic() + secs
-    if pg._rank != 0:
+    if pg.my_rank != 0:
         comm.Send([token, MPI.BYTE], dest=0, tag=tag)
         req = comm.Irecv([token, MPI.BYTE], source=0, tag=tag)
         _poll([req], deadline, lambda: f"{name}: rank 0 of the group (global "
               f"{pg.ranks[0]}) did not release the barrier within {secs} s")
         return
-    bufs = [np.zeros(1, np.uint8) for _ in range(pg._size)]
-    reqs = {r: comm.Irecv([bufs[r], MPI.BYTE], source=r, tag=tag) for r in range(1, pg._size)}
+    bufs = [np.zeros(1, np.uint8) for _ in range(pg.nranks)]
+    reqs = {r: comm.Irecv([bufs[r], MPI.BYTE], source=r, tag=tag) for r in range(1, pg.nranks)}
     missing: list[int] = []
     for r, req in reqs.items():
         if missing and not wait_all_ranks:
@@ -75,7 +75,7 @@ def monitored_barrier(group: Any = None, timeout: Any = None,
         ranks = [pg.ranks[r] for r in missing]
         raise CollectiveTimeout(f"{name}: rank(s) {ranks} (global) did not reach the "
                                 f"barrier within {secs} s")
-    for r in range(1, pg._size):
+    for r in range(1, pg.nranks):
         comm.Send([token, MPI.BYTE], dest=r, tag=tag)
 
 

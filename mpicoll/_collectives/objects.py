@@ -43,9 +43,9 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
     if pg is None:
         return
     _list(name, object_list, "object_list")
-    if len(object_list) != pg._size:
+    if len(object_list) != pg.nranks:
         raise ValueError(f"{name}: object_list must have one entry per rank: expected "
-                         f"{pg._size}, got {len(object_list)}")
+                         f"{pg.nranks}, got {len(object_list)}")
     object_list[:] = call(name, pg, pg.comm.allgather, obj)
 
 
@@ -60,7 +60,7 @@ def broadcast_object_list(object_list: list[Any], src: int | None = None, group:
     if src is None and group_src is None:
         src = 0
     root = _root(pg, name, src, group_src, "src", "group_src")
-    got = call(name, pg, pg.comm.bcast, object_list if pg._rank == root else None, root=root)
+    got = call(name, pg, pg.comm.bcast, object_list if pg.my_rank == root else None, root=root)
     if len(got) != len(object_list):
         raise ValueError(f"{name}: object_list must have the source's length: expected "
                          f"{len(got)}, got {len(object_list)}")
@@ -78,17 +78,17 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None,
     if dst is None and group_dst is None:
         dst = 0
     root = _root(pg, name, dst, group_dst, "dst", "group_dst")
-    if pg._rank == root:
+    if pg.my_rank == root:
         _list(name, object_gather_list, "object_gather_list")
         assert object_gather_list is not None
-        if len(object_gather_list) != pg._size:
+        if len(object_gather_list) != pg.nranks:
             raise ValueError(f"{name}: object_gather_list must have one entry per rank: "
-                             f"expected {pg._size}, got {len(object_gather_list)}")
+                             f"expected {pg.nranks}, got {len(object_gather_list)}")
     elif object_gather_list:
         raise ValueError(f"{name}: object_gather_list must be given on the destination rank "
-                         f"only (group rank {root}); this is group rank {pg._rank}")
+                         f"only (group rank {root}); this is group rank {pg.my_rank}")
     got = call(name, pg, pg.comm.gather, obj, root=root)
-    if pg._rank == root:
+    if pg.my_rank == root:
         object_gather_list[:] = got  # type: ignore[index]
 
 
@@ -107,13 +107,13 @@ def scatter_object_list(scatter_object_output_list: list[Any],
     if src is None and group_src is None:
         src = 0
     root = _root(pg, name, src, group_src, "src", "group_src")
-    if pg._rank == root:
+    if pg.my_rank == root:
         _list(name, scatter_object_input_list, "scatter_object_input_list")
         assert scatter_object_input_list is not None
-        if len(scatter_object_input_list) != pg._size:
+        if len(scatter_object_input_list) != pg.nranks:
             raise ValueError(f"{name}: scatter_object_input_list must have one entry per "
-                             f"rank: expected {pg._size}, got {len(scatter_object_input_list)}")
-    payload = scatter_object_input_list if pg._rank == root else None
+                             f"rank: expected {pg.nranks}, got {len(scatter_object_input_list)}")
+    payload = scatter_object_input_list if pg.my_rank == root else None
     scatter_object_output_list[0] = call(name, pg, pg.comm.scatter, payload, root=root)
 
 

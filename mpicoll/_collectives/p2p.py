@@ -17,7 +17,7 @@ from ._validate import root as _root
 def _peer(pg: ProcessGroup, op: str, peer: Any, group_peer: Any, pname: str,
           gname: str) -> int:
     r = _root(pg, op, peer, group_peer, pname, gname)
-    if r == pg._rank:
+    if r == pg.my_rank:
         raise ValueError(f"{op}: {pname} must differ from this rank ({pg.ranks[r]}): "
                          "sending to oneself would deadlock")
     return r

@@ -27,7 +27,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     pg = resolve(group, name)
     if pg is None:
         return None
-    n = pg._size
+    n = pg.nranks
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
@@ -60,14 +60,14 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     pg = resolve(group, name)
     if pg is None:
         return None
-    n = pg._size
+    n = pg.nranks
     dst = as_buffer(output, writable=True, op=name, name="output")
     ins = _validate.tensor_list(name, input_list, n, "input_list", writable=False)
     _validate.same_dtype(name, dst, ins[0], "output", "input_list")
     counts = [b.numel for b in ins]
-    if counts[pg._rank] != dst.numel:
-        raise ValueError(f"{name}: output must have the size of input_list[{pg._rank}]: "
-                         f"expected {counts[pg._rank]} elements, got {dst.numel}")
+    if counts[pg.my_rank] != dst.numel:
+        raise ValueError(f"{name}: output must have the size of input_list[{pg.my_rank}]: "
+                         f"expected {counts[pg.my_rank]} elements, got {dst.numel}")
     p = plan(dst.dtype, op, name)
     packed = _pack.pack(ins)
     if np.may_share_memory(packed, dst.view):

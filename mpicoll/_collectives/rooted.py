@@ -27,7 +27,7 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
     if pg is None:
         return None
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
-    buf = as_buffer(tensor, writable=pg._rank != root, op=name, name="tensor")
+    buf = as_buffer(tensor, writable=pg.my_rank != root, op=name, name="tensor")
     arr = buf.array
     return issue(name, pg, "Bcast", ([arr, mpi_datatype(arr.dtype)], root), buf.commit_hook,
                  async_op, [tensor],
@@ -46,7 +46,7 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     if pg is None:
         return None
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
-    is_root = pg._rank == root
+    is_root = pg.my_rank == root
     buf = as_buffer(tensor, writable=is_root, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
 
@@ -59,7 +59,7 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
         return issue(name, pg, "Reduce", args, None, async_op, [tensor], sig=sig)
     recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
     args = (*specs, p.mpi_op, root)
-    fin = _reduce.finisher(p, recv, buf, pg._size)
+    fin = _reduce.finisher(p, recv, buf, pg.nranks)
     return issue(name, pg, "Reduce", args, fin, async_op, [tensor], sig=sig)
 
 
@@ -80,15 +80,15 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
     src = as_buffer(tensor, op=name, name="tensor")
     dt = mpi_datatype(src.array.dtype)
-    if pg._rank != root:
+    if pg.my_rank != root:
         if gather_list:
             raise ValueError(f"{name}: gather_list must be given on the destination rank "
-                             f"only (group rank {root}); this is group rank {pg._rank}")
+                             f"only (group rank {root}); this is group rank {pg.my_rank}")
         return issue(name, pg, "Gatherv", ([src.array, dt], None, root), None, async_op,
                      sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel})
     if gather_list is None:
         raise ValueError(f"{name}: gather_list is required on the destination rank")
-    outs = _validate.tensor_list(name, gather_list, pg._size, "gather_list", writable=True,
+    outs = _validate.tensor_list(name, gather_list, pg.nranks, "gather_list", writable=True,
                                  distinct=False)
     _validate.same_dtype(name, outs[0], src, "gather_list", "tensor")
     counts = [b.numel for b in outs]
@@ -130,16 +130,16 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
     dst = as_buffer(tensor, writable=True, op=name, name="tensor")
     dt = mpi_datatype(dst.array.dtype)
-    if pg._rank != root:
+    if pg.my_rank != root:
         if scatter_list:
             raise ValueError(f"{name}: scatter_list must be given on the source rank only "
-                             f"(group rank {root}); this is group rank {pg._rank}")
+                             f"(group rank {root}); this is group rank {pg.my_rank}")
         return issue(name, pg, "Scatterv", (None, [dst.array, dt], root), dst.commit_hook,
                      async_op, [tensor],
                      sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel})
     if scatter_list is None:
         raise ValueError(f"{name}: scatter_list is required on the source rank")
-    ins = _validate.tensor_list(name, scatter_list, pg._size, "scatter_list", writable=False)
+    ins = _validate.tensor_list(name, scatter_list, pg.nranks, "scatter_list", writable=False)
     _validate.same_dtype(name, dst, ins[0], "tensor", "scatter_list")
     counts = [b.numel for b in ins]
     if counts[root] != dst.numel:

@@ -146,7 +146,7 @@ class Group:
     def rank(self) -> int:
         """This process's rank in the group, -1 if it is not a member."""
         pg = self.process_group
-        return -1 if pg is _group.NON_GROUP_MEMBER else pg._rank
+        return -1 if pg is _group.NON_GROUP_MEMBER else pg.my_rank
 
     @property
     def ranks(self) -> list[int]:
@@ -260,7 +260,7 @@ def new_group(ranks: list[int] | None = None, backend: Any = None,
     pg = _group.new_group(ranks, timeout=timeout)
     _Groups.created += 1
     gid = _Groups.created
-    members = sorted(ranks) if ranks is not None else list(range(_group.default_group()._size))
+    members = sorted(ranks) if ranks is not None else list(range(_group.default_group().nranks))
     return Group(pg, members, gid, f"_default_pg{gid}")
 
 
