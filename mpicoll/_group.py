@@ -8,6 +8,8 @@ from typing import Any
 from . import _departures
 from ._env import as_seconds
 from ._runtime import mpi
+from .errors import ArgumentTypeError as _Type
+from .errors import ArgumentValueError as _Value
 
 
 class ProcessGroup:
@@ -61,15 +63,17 @@ class ProcessGroup:
         idx = self._index.get(global_rank) if type(global_rank) is int else None
         if idx is None:
             _check_int(global_rank, op, name)
-            raise ValueError(f"{op}: {name} {global_rank} is not a rank of the group "
-                             f"(global ranks {self.ranks})")
+            raise _Value(op, "not_in_group", "{arg} {got} is not a rank of the group (global "
+                         "ranks {expected})", {"arg": name}, got=global_rank,
+                         expected=self.ranks)
         return idx
 
     def check_group_rank(self, group_rank: int, op: str, name: str) -> int:
         """Validate a group rank."""
         _check_int(group_rank, op, name)
         if not 0 <= group_rank < self._size:
-            raise ValueError(f"{op}: {name} must be in [0, {self._size}), got {group_rank}")
+            raise _Value(op, "range", "{arg} must be in [0, {size}), got {got}", {"arg": name},
+                         size=self._size, got=group_rank)
         return group_rank
 
     def __repr__(self) -> str:
@@ -93,7 +97,7 @@ NON_GROUP_MEMBER = _NonGroupMember()
 
 def _check_int(value: Any, op: str, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{op}: {name} must be an int, got {value!r}")
+        raise _Type(op, "type", "{arg} must be an int, got {got!r}", {"arg": name}, got=value)
 
 
 def _as_seconds(timeout: Any) -> float | None:
@@ -132,7 +136,8 @@ def resolve(group: Any, op: str) -> ProcessGroup | None:
         return _State.default or default_group()
     if type(group) is ProcessGroup:
         if group.comm is None:
-            raise ValueError(f"{op}: group {group.name!r} was destroyed")
+            raise _Value(op, "destroyed", "{arg} {got!r} was destroyed", {"arg": "group"},
+                         got=group.name)
         return group
     if group is NON_GROUP_MEMBER:
         return None
@@ -140,9 +145,10 @@ def resolve(group: Any, op: str) -> ProcessGroup | None:
     if isinstance(group, MPI.Intracomm):
         return _wrap_comm(group)
     if isinstance(group, MPI.Comm):
-        raise TypeError(f"{op}: group must be an intracommunicator, got {type(group).__name__}")
-    raise TypeError(f"{op}: group must be a ProcessGroup, an mpi4py Intracomm or None, "
-                    f"got {type(group).__name__}")
+        raise _Type(op, "type", "{arg} must be an intracommunicator, got {got}",
+                    {"arg": "group"}, got=type(group).__name__)
+    raise _Type(op, "type", "{arg} must be a ProcessGroup, an mpi4py Intracomm or None, got "
+                "{got}", {"arg": "group"}, got=type(group).__name__)
 
 
 def _wrap_comm(comm: Any) -> ProcessGroup:

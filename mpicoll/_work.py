@@ -23,6 +23,14 @@ from .errors import CollectiveTimeout, MPIError
 pending: dict[int, Work] = {}
 
 
+def wait_pending(group: Any, tensor: Any = None) -> None:
+    """Wait for the pending Works on ``group`` (that write ``tensor``, if given), in the
+    order they were issued."""
+    for w in sorted(list(pending.values()), key=lambda w: w.seq):
+        if w.group is group and (tensor is None or any(o is tensor for o in w._outputs)):
+            w.wait()
+
+
 def describe(e: Any) -> str:
     """An MPI error's own message."""
     try:
@@ -106,9 +114,12 @@ class Work:
             pending[id(self)] = self
 
     @classmethod
-    def completed(cls, op: str, outputs: list[Any] | None = None) -> Work:
-        """A Work with nothing left to do (an async call with nothing to communicate)."""
-        return cls(op, [], outputs=outputs)
+    def completed(cls, op: str, outputs: list[Any] | None = None, source: int = -1) -> Work:
+        """A Work with nothing left to do: an async call with nothing to communicate, or
+        a blocking call done already (``source``: a receive's sender, global rank)."""
+        w = cls(op, [], outputs=outputs)
+        w._source = source
+        return w
 
     def _complete(self, status: Any = None) -> None:
         pending.pop(id(self), None)

@@ -23,7 +23,7 @@ class ArgumentError(Exception):
         values: the other values the message shows (``expected``, ``got``, ...).
     """
 
-    def __init__(self, op: str, reason: str, template: str, names: Mapping[str, str],
+    def __init__(self, op: str, reason: str, template: str, names: Mapping[str, str], /,
                  **values: Any) -> None:
         self.op = op
         self.reason = reason

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import _group
-from ._adapter import framework_of
+from ._adapter.alloc import empty as _empty
 from ._collectives import all_gather as _ag
 from ._collectives import all_reduce as _ar
 from ._collectives import all_to_all as _a2a
@@ -31,32 +31,6 @@ from ._collectives.reduce_op import ReduceOp
 __all__ = ["all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all",
            "all_to_all_single", "broadcast", "reduce", "reduce_scatter",
            "reduce_scatter_tensor"]
-
-
-def _empty(like: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
-    """(a writable tensor like ``like`` of ``shape``, how to turn it into the result)."""
-    fw = framework_of(like)
-    shape = tuple(int(s) for s in shape)
-    if fw == "numpy":
-        return np.empty(shape, dtype=like.dtype), None
-    if fw == "torch":
-        import torch
-
-        return torch.empty(shape, dtype=like.dtype, device=like.device), None
-    if fw == "paddle":
-        import paddle
-
-        return paddle.empty(shape, dtype=like.dtype), None
-    if fw == "cupy":
-        from ._adapter.frameworks import cupy as _cupy
-
-        return _cupy.empty(like, shape), None
-    if fw == "jax":
-        from ._adapter.frameworks import jax as _jax
-
-        return _jax.empty(like, shape), lambda out: _jax.wrap(out, like)
-    # any other DLPack producer: answer in numpy
-    return np.empty(shape, dtype=np.from_dlpack(like).dtype), None
 
 
 def _done(out: Any, wrap: Any) -> Any:

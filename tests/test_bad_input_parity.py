@@ -182,9 +182,9 @@ def _cases(xp, rank, size):
             [f((2,))], lambda o: dist.reduce(o[0], dst=size),
             rf"reduce: dst {size} is not a rank of the group"),
         "send to self": (
-            [f((2,))], lambda o: dist.send(o[0], dst=rank), "dst must differ from this rank"),
+            [f((2,))], lambda o: dist.send(o[0], dst=rank), "dst must be another rank"),
         "recv from self": (
-            [f((2,))], lambda o: dist.recv(o[0], src=rank), "src must differ from this rank"),
+            [f((2,))], lambda o: dist.recv(o[0], src=rank), "src must be another rank"),
         "batch_isend_irecv empty": (
             [], lambda o: dist.batch_isend_irecv([]), "p2p_op_list is empty"),
     }

@@ -7,6 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ArgumentBufferError as _Buffer
+from ..errors import ArgumentTypeError as _Type
+from ..errors import ArgumentValueError as _Value
 from . import detect
 from .dtypes import carrier_for
 
@@ -103,19 +106,20 @@ _HANDLERS: dict[type, Callable[[Any, bool, str, str], View]] = {}
 
 def _handler(x: Any, op: str, name: str) -> Callable[[Any, bool, str, str], View]:
     if detect.is_torch_tensor(x):
-        h = _load("torch").view_of
+        h = hooks("torch").view_of
     elif detect.is_paddle_tensor(x):
-        h = _load("paddle").view_of
+        h = hooks("paddle").view_of
     elif detect.is_cupy_array(x):
-        h = _load("cupy").view_of
+        h = hooks("cupy").view_of
     elif detect.is_jax_array(x):
-        h = _load("jax").view_of
+        h = hooks("jax").view_of
     elif detect.is_numpy_array(x):
         h = _numpy_subclass_view
     elif hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         h = _dlpack_view
     else:
-        raise TypeError(f"{op}: {name} of type {type(x).__name__} is not a supported tensor type")
+        raise _Type(op, "type", "{arg} of type {got} is not a supported tensor type",
+                    {"arg": name}, got=type(x).__name__)
     _HANDLERS[type(x)] = h
     return h
 
@@ -143,11 +147,11 @@ def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tens
     contiguous = flags.c_contiguous
     if writable:
         if not getattr(flags, "writeable", True):  # CuPy's flags have no writeable
-            raise BufferError(f"{op}: {name} is read-only and cannot receive data")
+            raise _Buffer(op, "read_only", "{arg} is read-only and cannot receive data",
+                          {"arg": name})
         if not contiguous and view.size > 1 and _overlapping_strides(view):
-            raise BufferError(
-                f"{op}: {name} has overlapping memory (a stride of 0, e.g. from expand) "
-                "and cannot receive data")
+            raise _Buffer(op, "overlapping", "{arg} has overlapping memory (a stride of 0, "
+                          "e.g. from expand) and cannot receive data", {"arg": name})
     return Buffer(x, view, dtype, wb, device, contiguous)
 
 
@@ -159,12 +163,18 @@ _NAMES: dict[np.dtype, str] = {}
 _frameworks: dict[str, Any] = {}
 
 
-def _load(framework: str) -> Any:
-    """Import mpicoll's hooks for a framework (only once a tensor of it shows up)."""
-    import importlib
+def hooks(framework: str) -> Any:
+    """mpicoll's hooks for a framework, imported once a tensor of it shows up.
 
-    mod = importlib.import_module(f".frameworks.{framework}", __package__)
-    _frameworks[framework] = mod
+    Every hook module provides ``view_of(x, writable, op, name) -> View`` and
+    ``empty(like, shape)``; ``writeback``/``wrap`` where the framework needs them.
+    """
+    mod = _frameworks.get(framework)
+    if mod is None:
+        import importlib
+
+        mod = _frameworks[framework] = importlib.import_module(f".frameworks.{framework}",
+                                                               __package__)
     return mod
 
 
@@ -185,11 +195,13 @@ def _from_dlpack(x: Any, op: str, name: str) -> np.ndarray:
     try:
         dev = x.__dlpack_device__()
     except Exception as e:
-        raise TypeError(f"{op}: {name}: __dlpack_device__ failed: {e}") from e
+        raise _Type(op, "dlpack", "{arg}: __dlpack_device__ failed: {got}", {"arg": name},
+                    got=e) from e
     if int(dev[0]) not in (1, 3):  # kDLCPU, kDLCUDAHost
-        raise ValueError(f"{op}: {name} is on DLPack device {tuple(dev)}; only host memory is supported")
+        raise _Value(op, "device", "{arg} is on DLPack device {got}; only host memory is "
+                     "supported", {"arg": name}, got=tuple(dev))
     try:
         return np.from_dlpack(x)
     except (BufferError, TypeError, RuntimeError) as e:
-        raise TypeError(f"{op}: {name} of type {type(x).__name__} cannot be read "
-                        f"through DLPack: {e}") from e
+        raise _Type(op, "dlpack", "{arg} of type {got} cannot be read through DLPack: {e}",
+                    {"arg": name}, got=type(x).__name__, e=e) from e

@@ -17,17 +17,21 @@ except ImportError:  # numpy < 2
 
 from .._adapter import Buffer, as_buffer
 from .._group import ProcessGroup
+from ..errors import ArgumentTypeError as _Type
+from ..errors import ArgumentValueError as _Value
 
 
 def same_dtype(op: str, a: Buffer, b: Buffer, an: str, bn: str) -> None:
     """Both buffers have one logical dtype and live on one device."""
     if a.dtype != b.dtype:
-        raise ValueError(f"{op}: {an} and {bn} must have the same dtype: "
-                         f"{an} is {a.dtype}, {bn} is {b.dtype}")
+        raise _Value(op, "dtype_mismatch", "{a} and {b} must have the same dtype: "
+                     "{a} is {expected}, {b} is {got}", {"a": an, "b": bn},
+                     expected=a.dtype, got=b.dtype)
     da, db = a.device, b.device
     if da != db:
-        raise ValueError(f"{op}: {an} and {bn} must be on the same device: "
-                         f"{an} is on {da}, {bn} is on {db}")
+        raise _Value(op, "device_mismatch", "{a} and {b} must be on the same device: "
+                     "{a} is on {expected}, {b} is on {got}", {"a": an, "b": bn},
+                     expected=da, got=db)
 
 
 _INT = {int}
@@ -37,8 +41,9 @@ def split_sizes(op: str, sizes: Any, n: int, dim0: int, name: str, tname: str) -
     """Validate a split-size list; None or [] means an equal split."""
     if sizes is None or (hasattr(sizes, "__len__") and len(sizes) == 0):
         if dim0 % n:
-            raise ValueError(f"{op}: dim 0 of {tname} must be divisible by the group size "
-                             f"{n} when {name} is not given, got {dim0}")
+            raise _Value(op, "indivisible", "dim 0 of {t} must be divisible by the group size "
+                         "{expected} when {sizes} is not given, got {got}",
+                         {"t": tname, "sizes": name}, expected=n, got=dim0)
         return None
     if (type(sizes) is list and len(sizes) == n and {*map(type, sizes)} == _INT
             and min(sizes) >= 0 and sum(sizes) == dim0):
@@ -46,18 +51,22 @@ def split_sizes(op: str, sizes: Any, n: int, dim0: int, name: str, tname: str) -
     try:
         vals = [int(s) for s in sizes]
     except (TypeError, ValueError):
-        raise TypeError(f"{op}: {name} must be a list of ints, got {sizes!r}") from None
+        raise _Type(op, "type", "{arg} must be a list of ints, got {got!r}", {"arg": name},
+                    got=sizes) from None
     for s, v in zip(sizes, vals):
         if v != s or isinstance(s, bool):
-            raise TypeError(f"{op}: {name} must contain integers, got {s!r}")
+            raise _Type(op, "type", "{arg} must contain integers, got {got!r}", {"arg": name},
+                        got=s)
         if v < 0:
-            raise ValueError(f"{op}: {name} must be non-negative, got {vals}")
+            raise _Value(op, "negative", "{arg} must be non-negative, got {got}",
+                         {"arg": name}, got=vals)
     if len(vals) != n:
-        raise ValueError(f"{op}: {name} must have one entry per rank: expected "
-                         f"{n} entries, got {len(vals)}")
+        raise _Value(op, "length", "{arg} must have one entry per rank: expected "
+                     "{expected} entries, got {got}", {"arg": name}, expected=n, got=len(vals))
     if sum(vals) != dim0:
-        raise ValueError(f"{op}: {name} must sum to dim 0 of {tname}: expected "
-                         f"{dim0}, got sum({vals}) = {sum(vals)}")
+        raise _Value(op, "split_sum", "{arg} must sum to dim 0 of {t}: expected "
+                     "{expected}, got sum({vals}) = {got}", {"arg": name, "t": tname},
+                     expected=dim0, vals=vals, got=sum(vals))
     return vals
 
 
@@ -65,19 +74,21 @@ def self_block(op: str, scounts: list[int], rcounts: list[int], me: int, sname: 
                rname: str) -> None:
     """What this rank sends to itself must be what it receives from itself."""
     if scounts[me] != rcounts[me]:
-        raise ValueError(f"{op}: this rank (group rank {me}) sends itself {scounts[me]} and "
-                         f"receives from itself {rcounts[me]}: {sname}[{me}] and {rname}[{me}] "
-                         "must match")
+        raise _Value(op, "self_block", "this rank (group rank {me}) sends itself {expected} "
+                     "and receives from itself {got}: {s} and {r} must match",
+                     {"s": f"{sname}[{me}]", "r": f"{rname}[{me}]"}, me=me,
+                     expected=scounts[me], got=rcounts[me])
 
 
 def equal_split_sizes(op: str, src: Buffer, dst: Buffer) -> None:
     """Raise: without split sizes, input and output must be of one size (called on a
     mismatch; an equal split sends input.numel / P to each rank and receives
     output.numel / P from each, so a mismatch would leave output partly written)."""
-    raise ValueError(f"{op}: output and input must have the same number of elements when "
-                     f"no split sizes are given: expected output to have {src.numel} "
-                     f"elements (as input, shape {tuple(src.shape)}), got {dst.numel} "
-                     f"(output shape {tuple(dst.shape)})")
+    raise _Value(op, "numel_mismatch", "{out} and {inp} must have the same number of elements "
+                 "when no split sizes are given: expected {out} to have {expected} elements "
+                 "(as {inp}, shape {ishape}), got {got} ({out} shape {oshape})",
+                 {"out": "output", "inp": "input"}, expected=src.numel, got=dst.numel,
+                 ishape=tuple(src.shape), oshape=tuple(dst.shape))
 
 
 def row_elems(op: str, a: Buffer, b: Buffer, an: str, bn: str) -> int:
@@ -87,11 +98,13 @@ def row_elems(op: str, a: Buffer, b: Buffer, an: str, bn: str) -> int:
         return 1
     for s, name in ((sa, an), (sb, bn)):
         if not s:
-            raise ValueError(f"{op}: {name} must have at least one dimension, got a 0-d tensor")
+            raise _Value(op, "zero_dim", "{arg} must have at least one dimension, got a 0-d "
+                         "tensor", {"arg": name})
     ra, rb = math.prod(sa[1:]), math.prod(sb[1:])
     if ra != rb:
-        raise ValueError(f"{op}: {bn} and {an} must have the same number of elements per row "
-                         f"(dim 0 index): {bn} has {rb}, {an} has {ra}")
+        raise _Value(op, "row_mismatch", "{b} and {a} must have the same number of elements "
+                     "per row (dim 0 index): {b} has {got}, {a} has {expected}",
+                     {"b": bn, "a": an}, expected=ra, got=rb)
     return ra
 
 
@@ -99,10 +112,11 @@ def tensor_list(op: str, xs: Any, n: int | None, name: str, *, writable: bool,
                 distinct: bool = True) -> list[Buffer]:
     """A list of tensors of one dtype (and, if ``n``, of length ``n``)."""
     if not isinstance(xs, (list, tuple)):
-        raise TypeError(f"{op}: {name} must be a list of tensors, got {type(xs).__name__}")
+        raise _Type(op, "type", "{arg} must be a list of tensors, got {got}", {"arg": name},
+                    got=type(xs).__name__)
     if n is not None and len(xs) != n:
-        raise ValueError(f"{op}: {name} must have one tensor per rank: expected {n} "
-                         f"tensors, got {len(xs)}")
+        raise _Value(op, "length", "{arg} must have one tensor per rank: expected {expected} "
+                     "tensors, got {got}", {"arg": name}, expected=n, got=len(xs))
     bufs = []
     for i, x in enumerate(xs):
         try:
@@ -113,8 +127,10 @@ def tensor_list(op: str, xs: Any, n: int | None, name: str, *, writable: bool,
             raise
     for i, b in enumerate(bufs[1:], 1):
         if b.dtype != bufs[0].dtype:
-            raise ValueError(f"{op}: {name} must have one dtype: {name}[0] is "
-                             f"{bufs[0].dtype}, {name}[{i}] is {b.dtype}")
+            raise _Value(op, "dtype_mismatch", "{arg} must have one dtype: {first} is "
+                         "{expected}, {other} is {got}",
+                         {"arg": name, "first": f"{name}[0]", "other": f"{name}[{i}]"},
+                         expected=bufs[0].dtype, got=b.dtype)
     if writable and distinct:
         distinct_outputs(op, bufs, name)
     return bufs
@@ -129,8 +145,8 @@ def distinct_outputs(op: str, bufs: list[Buffer], name: str) -> None:
                 break
             # bounds overlap: interleaved strided views may still be disjoint
             if np.shares_memory(bufs[i].view, bufs[j].view, max_work=10**6):
-                raise ValueError(f"{op}: {name}[{i}] and {name}[{j}] overlap in memory; "
-                                 "each output must be distinct")
+                raise _Value(op, "overlap", "{a} and {b} overlap in memory; each output must "
+                             "be distinct", {"a": f"{name}[{i}]", "b": f"{name}[{j}]"})
 
 
 def root(pg: ProcessGroup, op: str, global_rank: Any, group_rank: Any, gname: str,
@@ -138,10 +154,11 @@ def root(pg: ProcessGroup, op: str, global_rank: Any, group_rank: Any, gname: st
     """The group rank named by ``src``/``dst`` (global) or ``group_src``/``group_dst``."""
     if group_rank is not None:
         if global_rank is not None:
-            raise ValueError(f"{op}: give either {gname} or {rname}, not both")
+            raise _Value(op, "both", "give either {g} or {r}, not both", {"g": gname, "r": rname})
         return pg.check_group_rank(group_rank, op, rname)
     if global_rank is None:
-        raise ValueError(f"{op}: {gname} (a global rank) or {rname} must be given")
+        raise _Value(op, "missing", "{g} (a global rank) or {r} must be given",
+                     {"g": gname, "r": rname})
     return pg.group_rank(global_rank, op, gname)
 
 
@@ -151,9 +168,9 @@ def peer(pg: ProcessGroup, op: str, global_rank: Any, group_rank: Any, gname: st
     r = root(pg, op, global_rank, group_rank, gname, rname)
     if r == pg.my_rank:
         name, value = (rname, group_rank) if group_rank is not None else (gname, global_rank)
-        raise ValueError(f"{op}: {name} must be another rank: expected a rank other than "
-                         f"this one, got {value} (this rank); a message to or from oneself "
-                         "would deadlock")
+        raise _Value(op, "self_peer", "{arg} must be another rank: expected a rank other than "
+                     "this one, got {got} (this rank); a message to or from oneself would "
+                     "deadlock", {"arg": name}, got=value)
     return r
 
 
@@ -164,5 +181,6 @@ def stacked_or_concat(op: str, big: Buffer, small: Buffer, n: int, bname: str,
     stacked = (n, *s)
     concat = (n * s[0], *s[1:]) if s else (n,)
     if tuple(big.shape) not in (stacked, concat):
-        raise ValueError(f"{op}: {bname} must hold group size x {sname}: expected shape "
-                         f"{concat} or {stacked}, got {tuple(big.shape)}")
+        raise _Value(op, "shape", "{big} must hold group size x {small}: expected shape "
+                     "{expected} or {stacked}, got {got}", {"big": bname, "small": sname},
+                     expected=concat, stacked=stacked, got=tuple(big.shape))

@@ -11,6 +11,7 @@ from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
 from .._work import Work
+from ..errors import ArgumentValueError as _Value
 from . import _pack, _validate
 from ._call import issue
 
@@ -70,8 +71,10 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
     _validate.same_dtype(name, outs[0], src, "tensor_list", "tensor")
     counts = [b.numel for b in outs]
     if counts[pg.my_rank] != src.numel:
-        raise ValueError(f"{name}: tensor_list[{pg.my_rank}] must have the size of tensor on "
-                         f"this rank: expected {src.numel} elements, got {counts[pg.my_rank]}")
+        raise _Value(name, "numel_mismatch", "{arg} must have the size of {t} on this rank: "
+                     "expected {expected} elements, got {got}",
+                     {"arg": f"tensor_list[{pg.my_rank}]", "t": "tensor"},
+                     expected=src.numel, got=counts[pg.my_rank])
     recv, staged = _pack.receive_area(outs, sum(counts))
     if staged:  # adjacent outputs are distinct by construction
         _validate.distinct_outputs(name, outs, "tensor_list")

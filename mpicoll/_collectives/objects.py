@@ -7,9 +7,13 @@ from typing import Any
 from mpi4py import MPI
 
 from .. import _departures, _tags
+from .._checkmode import verify
+from .._env import settings as _settings
 from .._group import ProcessGroup, resolve
 from .._watchdog import timeout_for, watchdog
 from .._work import mpi_error
+from ..errors import ArgumentTypeError as _Type
+from ..errors import ArgumentValueError as _Value
 from ._call import next_seq
 from ._validate import peer as _peer
 from ._validate import root as _root
@@ -17,7 +21,8 @@ from ._validate import root as _root
 
 def _list(op: str, xs: Any, name: str) -> None:
     if not isinstance(xs, list):
-        raise TypeError(f"{op}: {name} must be a list, got {type(xs).__name__}")
+        raise _Type(op, "type", "{arg} must be a list, got {got}", {"arg": name},
+                    got=type(xs).__name__)
 
 
 def call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = None,
@@ -25,6 +30,8 @@ def call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = None
     """One pickled MPI call on ``pg``, watched like every mpicoll wait; a collective
     when ``peer`` is None, else a message to or from group rank ``peer``."""
     seq = next_seq(op, pg) if peer is None else 0
+    if peer is None and _settings().check:
+        verify(op, pg, {})  # peers must be in the same object collective
     if peer is not None and _departures.left:
         _departures.check_peer(op, pg, peer)
     token = watchdog.begin(op, pg, seq, None, timeout_for(pg), peer)
@@ -44,8 +51,9 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
         return
     _list(name, object_list, "object_list")
     if len(object_list) != pg.nranks:
-        raise ValueError(f"{name}: object_list must have one entry per rank: expected "
-                         f"{pg.nranks}, got {len(object_list)}")
+        raise _Value(name, "length", "{arg} must have one entry per rank: expected "
+                     "{expected}, got {got}", {"arg": "object_list"}, expected=pg.nranks,
+                     got=len(object_list))
     object_list[:] = call(name, pg, pg.comm.allgather, obj)
 
 
@@ -62,8 +70,9 @@ def broadcast_object_list(object_list: list[Any], src: int | None = None, group:
     root = _root(pg, name, src, group_src, "src", "group_src")
     got = call(name, pg, pg.comm.bcast, object_list if pg.my_rank == root else None, root=root)
     if len(got) != len(object_list):
-        raise ValueError(f"{name}: object_list must have the source's length: expected "
-                         f"{len(got)}, got {len(object_list)}")
+        raise _Value(name, "length", "{arg} must have the source's length: expected "
+                     "{expected}, got {got}", {"arg": "object_list"}, expected=len(got),
+                     got=len(object_list))
     object_list[:] = got
 
 
@@ -82,11 +91,13 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None,
         _list(name, object_gather_list, "object_gather_list")
         assert object_gather_list is not None
         if len(object_gather_list) != pg.nranks:
-            raise ValueError(f"{name}: object_gather_list must have one entry per rank: "
-                             f"expected {pg.nranks}, got {len(object_gather_list)}")
+            raise _Value(name, "length", "{arg} must have one entry per rank: expected "
+                         "{expected}, got {got}", {"arg": "object_gather_list"},
+                         expected=pg.nranks, got=len(object_gather_list))
     elif object_gather_list:
-        raise ValueError(f"{name}: object_gather_list must be given on the destination rank "
-                         f"only (group rank {root}); this is group rank {pg.my_rank}")
+        raise _Value(name, "off_root", "{arg} must be given on the destination rank only "
+                     "(group rank {expected}); this is group rank {got}",
+                     {"arg": "object_gather_list"}, expected=root, got=pg.my_rank)
     got = call(name, pg, pg.comm.gather, obj, root=root)
     if pg.my_rank == root:
         object_gather_list[:] = got  # type: ignore[index]
@@ -103,7 +114,8 @@ def scatter_object_list(scatter_object_output_list: list[Any],
         return
     _list(name, scatter_object_output_list, "scatter_object_output_list")
     if len(scatter_object_output_list) < 1:
-        raise ValueError(f"{name}: scatter_object_output_list must have at least one entry")
+        raise _Value(name, "length", "{arg} must have at least one entry",
+                     {"arg": "scatter_object_output_list"})
     if src is None and group_src is None:
         src = 0
     root = _root(pg, name, src, group_src, "src", "group_src")
@@ -111,8 +123,9 @@ def scatter_object_list(scatter_object_output_list: list[Any],
         _list(name, scatter_object_input_list, "scatter_object_input_list")
         assert scatter_object_input_list is not None
         if len(scatter_object_input_list) != pg.nranks:
-            raise ValueError(f"{name}: scatter_object_input_list must have one entry per "
-                             f"rank: expected {pg.nranks}, got {len(scatter_object_input_list)}")
+            raise _Value(name, "length", "{arg} must have one entry per rank: expected "
+                         "{expected}, got {got}", {"arg": "scatter_object_input_list"},
+                         expected=pg.nranks, got=len(scatter_object_input_list))
     payload = scatter_object_input_list if pg.my_rank == root else None
     scatter_object_output_list[0] = call(name, pg, pg.comm.scatter, payload, root=root)
 
@@ -152,8 +165,9 @@ def recv_object_list(object_list: list[Any], src: int | None = None, group: Any 
     src = status.Get_source()
     pg.received[src] = pg.received.get(src, 0) + 1
     if len(got) != len(object_list):
-        raise ValueError(f"{name}: object_list must have the sender's length: expected "
-                         f"{len(got)}, got {len(object_list)}")
+        raise _Value(name, "length", "{arg} must have the sender's length: expected "
+                     "{expected}, got {got}", {"arg": "object_list"}, expected=len(got),
+                     got=len(object_list))
     object_list[:] = got
     return pg.ranks[src]
 

@@ -11,24 +11,18 @@ from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import ProcessGroup, resolve
 from .._work import Work, mpi_error
-from ._validate import root as _root
-
-
-def _peer(pg: ProcessGroup, op: str, peer: Any, group_peer: Any, pname: str,
-          gname: str) -> int:
-    r = _root(pg, op, peer, group_peer, pname, gname)
-    if r == pg.my_rank:
-        raise ValueError(f"{op}: {pname} must differ from this rank ({pg.ranks[r]}): "
-                         "sending to oneself would deadlock")
-    return r
+from ..errors import ArgumentTypeError as _Type
+from ..errors import ArgumentValueError as _Value
+from . import _validate
 
 
 def _tag(op: str, tag: Any) -> int:
     if isinstance(tag, bool) or not isinstance(tag, int):
-        raise TypeError(f"{op}: tag must be an int, got {tag!r}")
+        raise _Type(op, "type", "{arg} must be an int, got {got!r}", {"arg": "tag"}, got=tag)
     ub = _tags.user_limit()  # the tags above: mpicoll's own
     if not 0 <= tag < ub:
-        raise ValueError(f"{op}: tag must be in [0, {ub}), got {tag}")
+        raise _Value(op, "range", "{arg} must be in [0, {expected}), got {got}", {"arg": "tag"},
+                     expected=ub, got=tag)
     return tag
 
 
@@ -42,7 +36,7 @@ def _prepare(op: str, tensor: Any, peer: Any, group: Any, tag: Any, group_peer: 
     if receive and peer is None and group_peer is None:
         rank = MPI.ANY_SOURCE
     else:
-        rank = _peer(pg, op, peer, group_peer, pname, gname)
+        rank = _validate.peer(pg, op, peer, group_peer, pname, gname)
     buf = as_buffer(tensor, writable=receive, op=op, name="tensor")
     return pg, rank, buf, _tag(op, tag)
 
@@ -136,9 +130,11 @@ class P2POp:
                  tag: int = 0, group_peer: int | None = None) -> None:
         kind = getattr(op, "__name__", None)
         if kind not in ("isend", "irecv"):
-            raise ValueError(f"P2POp: op must be isend or irecv, got {op!r}")
+            raise _Value("P2POp", "type", "{arg} must be isend or irecv, got {got!r}",
+                         {"arg": "op"}, got=op)
         if peer is None and group_peer is None:
-            raise ValueError("P2POp: peer or group_peer must be given")
+            raise _Value("P2POp", "missing", "{p} or {g} must be given",
+                         {"p": "peer", "g": "group_peer"})
         self.op = isend if kind == "isend" else irecv
         self.tensor = tensor
         self.peer = peer
@@ -154,9 +150,10 @@ def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work]:
     """Post every send and receive of the list at once; returns their Works."""
     if not isinstance(p2p_op_list, (list, tuple)) or not all(
             isinstance(p, P2POp) for p in p2p_op_list):
-        raise TypeError("batch_isend_irecv: p2p_op_list must be a list of P2POp")
+        raise _Type("batch_isend_irecv", "type", "{arg} must be a list of P2POp",
+                    {"arg": "p2p_op_list"})
     if not p2p_op_list:
-        raise ValueError("batch_isend_irecv: p2p_op_list is empty")
+        raise _Value("batch_isend_irecv", "length", "{arg} is empty", {"arg": "p2p_op_list"})
     name = "batch_isend_irecv"
     # Check every operation before posting any, so bad input sends nothing.
     prepared = [(p, _prepare(name, p.tensor, p.peer, p.group, p.tag, p.group_peer,

@@ -7,6 +7,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from .._adapter.dtypes import kind_of
+from ..errors import ArgumentValueError as _Value
 
 
 class ReduceOp(enum.IntEnum):
@@ -70,7 +71,7 @@ def as_reduce_op(op: Any, opname: str) -> tuple[ReduceOp, Any]:
         return ReduceOp[name], factor
     if type(inner) is int and 0 <= inner <= 8:
         return ReduceOp(inner), None
-    raise ValueError(f"{opname}: op {op!r} is not a ReduceOp")
+    raise _Value(opname, "type", "{arg} {got!r} is not a ReduceOp", {"arg": "op"}, got=op)
 
 
 @cache
@@ -79,14 +80,17 @@ def _plan(dtype: str, rop: ReduceOp, opname: str) -> tuple[Any, bool, bool]:
 
     kind = kind_of(dtype)
     if kind == "opaque":
-        raise ValueError(f"{opname}: op {rop.name} is not supported for dtype {dtype} "
-                         "(it can be moved but not reduced)")
+        raise _Value(opname, "dtype", "{arg} {op} is not supported for dtype {got} (it can be "
+                     "moved but not reduced)", {"arg": "op"}, op=rop.name, got=dtype)
     if rop in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in ("int", "uint", "bool"):
-        raise ValueError(f"{opname}: op {rop.name} needs an integer or bool dtype, got {dtype}")
+        raise _Value(opname, "dtype", "{arg} {op} needs an integer or bool dtype, got {got}",
+                     {"arg": "op"}, op=rop.name, got=dtype)
     if rop in (ReduceOp.MIN, ReduceOp.MAX) and kind == "complex":
-        raise ValueError(f"{opname}: op {rop.name} is not defined for complex dtype {dtype}")
+        raise _Value(opname, "dtype", "{arg} {op} is not defined for complex dtype {got}",
+                     {"arg": "op"}, op=rop.name, got=dtype)
     if rop in (ReduceOp.AVG, ReduceOp.PREMUL_SUM) and kind not in _FLOATISH:
-        raise ValueError(f"{opname}: op {rop.name} needs a floating or complex dtype, got {dtype}")
+        raise _Value(opname, "dtype", "{arg} {op} needs a floating or complex dtype, got {got}",
+                     {"arg": "op"}, op=rop.name, got=dtype)
     if kind == "bool":  # carried as uint8 holding 0/1
         mpi_op = {ReduceOp.SUM: MPI.MAX, ReduceOp.MAX: MPI.MAX, ReduceOp.BOR: MPI.MAX,
                   ReduceOp.PRODUCT: MPI.MIN, ReduceOp.MIN: MPI.MIN, ReduceOp.BAND: MPI.MIN,
@@ -144,22 +148,25 @@ def _saturating_mpi() -> bool:
 _FAST: dict[tuple[str, Any], Plan] = {}
 
 
+def _no_factor(opname: str) -> Exception:
+    return _Value(opname, "missing", "{arg} PREMUL_SUM needs a factor: use "
+                  "ReduceOp.premul_sum(factor)", {"arg": "op"})
+
+
 def plan(dtype: str, op: Any, opname: str) -> Plan:
     """Decide how to reduce ``dtype`` with ``op``; raises ValueError if invalid."""
     if type(op) is ReduceOp:
         hit = _FAST.get((dtype, op))
         if hit is None:
             if op == ReduceOp.PREMUL_SUM:
-                raise ValueError(f"{opname}: op PREMUL_SUM needs a factor: "
-                                 "use ReduceOp.premul_sum(factor)")
+                raise _no_factor(opname)
             mpi_op, widen, average = _plan(dtype, op, opname)
             hit = _FAST[(dtype, op)] = Plan(mpi_op, widen, None, average)
         return hit
     rop, factor = as_reduce_op(op, opname)
     if rop == ReduceOp.PREMUL_SUM:
         if factor is None:
-            raise ValueError(f"{opname}: op PREMUL_SUM needs a factor: "
-                             "use ReduceOp.premul_sum(factor)")
+            raise _no_factor(opname)
         if hasattr(factor, "item"):
             factor = factor.item()
     mpi_op, widen, average = _plan(dtype, rop, opname)

@@ -10,6 +10,7 @@ from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
 from .._work import Work
+from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
 from ._call import issue
 from .reduce_op import ReduceOp, op_name, plan
@@ -66,8 +67,10 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     _validate.same_dtype(name, dst, ins[0], "output", "input_list")
     counts = [b.numel for b in ins]
     if counts[pg.my_rank] != dst.numel:
-        raise ValueError(f"{name}: output must have the size of input_list[{pg.my_rank}]: "
-                         f"expected {counts[pg.my_rank]} elements, got {dst.numel}")
+        raise _Value(name, "numel_mismatch", "{arg} must have the size of {i}: expected "
+                     "{expected} elements, got {got}",
+                     {"arg": "output", "i": f"input_list[{pg.my_rank}]"},
+                     expected=counts[pg.my_rank], got=dst.numel)
     p = plan(dst.dtype, op, name)
     packed = _pack.pack(ins)
     if np.may_share_memory(packed, dst.view):

@@ -10,6 +10,7 @@ from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
 from .._work import Work
+from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
 from ._call import issue
 from .reduce_op import ReduceOp, op_name, plan
@@ -82,19 +83,23 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
     dt = mpi_datatype(src.array.dtype)
     if pg.my_rank != root:
         if gather_list:
-            raise ValueError(f"{name}: gather_list must be given on the destination rank "
-                             f"only (group rank {root}); this is group rank {pg.my_rank}")
+            raise _Value(name, "off_root", "{arg} must be given on the destination rank only "
+                         "(group rank {expected}); this is group rank {got}",
+                         {"arg": "gather_list"}, expected=root, got=pg.my_rank)
         return issue(name, pg, "Gatherv", ([src.array, dt], None, root), None, async_op,
                      sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel})
     if gather_list is None:
-        raise ValueError(f"{name}: gather_list is required on the destination rank")
+        raise _Value(name, "missing", "{arg} is required on the destination rank",
+                     {"arg": "gather_list"})
     outs = _validate.tensor_list(name, gather_list, pg.nranks, "gather_list", writable=True,
                                  distinct=False)
     _validate.same_dtype(name, outs[0], src, "gather_list", "tensor")
     counts = [b.numel for b in outs]
     if counts[root] != src.numel:
-        raise ValueError(f"{name}: gather_list[{root}] must have the size of tensor: "
-                         f"expected {src.numel} elements, got {counts[root]}")
+        raise _Value(name, "numel_mismatch", "{arg} must have the size of {t}: expected "
+                     "{expected} elements, got {got}", {"arg": f"gather_list[{root}]",
+                                                        "t": "tensor"},
+                     expected=src.numel, got=counts[root])
     recv, staged = _pack.receive_area(outs, sum(counts))
     if staged:  # adjacent outputs are distinct by construction
         _validate.distinct_outputs(name, outs, "gather_list")
@@ -132,19 +137,23 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     dt = mpi_datatype(dst.array.dtype)
     if pg.my_rank != root:
         if scatter_list:
-            raise ValueError(f"{name}: scatter_list must be given on the source rank only "
-                             f"(group rank {root}); this is group rank {pg.my_rank}")
+            raise _Value(name, "off_root", "{arg} must be given on the source rank only "
+                         "(group rank {expected}); this is group rank {got}",
+                         {"arg": "scatter_list"}, expected=root, got=pg.my_rank)
         return issue(name, pg, "Scatterv", (None, [dst.array, dt], root), dst.commit_hook,
                      async_op, [tensor],
                      sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel})
     if scatter_list is None:
-        raise ValueError(f"{name}: scatter_list is required on the source rank")
+        raise _Value(name, "missing", "{arg} is required on the source rank",
+                     {"arg": "scatter_list"})
     ins = _validate.tensor_list(name, scatter_list, pg.nranks, "scatter_list", writable=False)
     _validate.same_dtype(name, dst, ins[0], "tensor", "scatter_list")
     counts = [b.numel for b in ins]
     if counts[root] != dst.numel:
-        raise ValueError(f"{name}: tensor must have the size of scatter_list[{root}]: "
-                         f"expected {counts[root]} elements, got {dst.numel}")
+        raise _Value(name, "numel_mismatch", "{arg} must have the size of {s}: expected "
+                     "{expected} elements, got {got}", {"arg": "tensor",
+                                                        "s": f"scatter_list[{root}]"},
+                     expected=counts[root], got=dst.numel)
     send = _pack.pack(ins)
     if np.may_share_memory(send, dst.view):
         send = send.copy()

@@ -83,8 +83,7 @@ class TorchWork(dist._Work):
         self.wait()
 
     def _source_rank(self) -> int:
-        self.wait()
-        src = self._works[0]._source
+        src = self._works[0].source_rank()
         return self._ranks.index(src) if self._ranks is not None else src
 
     def source_rank(self) -> int:

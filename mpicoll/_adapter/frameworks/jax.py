@@ -7,15 +7,16 @@ from typing import Any
 import jax
 import numpy as np
 
+from ...errors import ArgumentBufferError as _Buffer
 from ..detect import device_of
 
 
 def view_of(x: Any, writable: bool, op: str, name: str) -> tuple[np.ndarray, str, Any, str]:
     """A read-only host view of a JAX array; outputs are refused with the fix."""
     if writable:
-        raise BufferError(
-            f"{op}: {name} is a JAX array, which is immutable and cannot receive data: "
-            f"use mpicoll.functional.{op}(...), which returns a new array")
+        raise _Buffer(op, "immutable", "{arg} is a JAX array, which is immutable and cannot "
+                      "receive data: use mpicoll.functional.{op}(...), which returns a new "
+                      "array", {"arg": name}, op=op)
     # np.asarray is zero-copy for CPU arrays and copies device arrays to the host
     view = np.asarray(x)
     return view, str(x.dtype), None, device_of(x)

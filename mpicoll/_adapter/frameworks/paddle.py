@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import paddle
 
+from ...errors import ArgumentTypeError as _Type
+from ...errors import ArgumentValueError as _Value
 from ..dtypes import carrier_for
 
 # Paddle dtypes that numpy holds natively, by logical name. ``paddle.uint16`` is
@@ -64,9 +66,8 @@ def view_of(t: paddle.Tensor, writable: bool, op: str, name: str) -> View:
     """
     place = t.place
     if not place.is_cpu_place():
-        raise ValueError(
-            f"{op}: {name} must be in host memory (mpicoll supports CPU Paddle tensors "
-            f"only): expected Place(cpu), got {place}")
+        raise _Value(op, "device", "{arg} must be in host memory (mpicoll supports CPU Paddle "
+                     "tensors only): expected Place(cpu), got {got}", {"arg": name}, got=place)
     if not t.stop_gradient:
         t = t.detach()  # shares memory; DLPack refuses tensors that need gradients
     dt = t.dtype
@@ -96,7 +97,8 @@ def staged_view(t: paddle.Tensor, writable: bool, op: str, name: str) -> View:
     try:
         arr = np.ascontiguousarray(t.numpy())
     except Exception as e:  # whatever Paddle raises, reported as unreadable
-        raise TypeError(f"{op}: {name} of dtype {logical} cannot be read by mpicoll: {e}") from e
+        raise _Type(op, "dtype", "{arg} of dtype {got} cannot be read by mpicoll: {e}",
+                    {"arg": name}, got=logical, e=e) from e
     if logical not in _NAMES.values():
         arr = arr.view(carrier_for(t.element_size()))
     wb = None
@@ -122,6 +124,6 @@ def writeback(t: paddle.Tensor, result: np.ndarray) -> None:
     paddle.assign(src, output=t)
 
 
-def empty_like(t: paddle.Tensor, shape: tuple[int, ...]) -> paddle.Tensor:
+def empty(t: paddle.Tensor, shape: tuple[int, ...]) -> paddle.Tensor:
     """A new tensor of ``t``'s dtype, on the CPU."""
     return paddle.empty(list(shape), dtype=t.dtype)

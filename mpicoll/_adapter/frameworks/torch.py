@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ...errors import ArgumentTypeError as _Type
+from ...errors import ArgumentValueError as _Value
 from ..dtypes import carrier_for
 
 _NUMPY_NATIVE = {
@@ -50,7 +52,8 @@ def view_of(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[np.nda
     if name_ is not None:
         return t.numpy(), name_, wb, "cpu"
     if t.layout != torch.strided:
-        raise TypeError(f"{op}: {name} has layout {t.layout}; only dense tensors are supported")
+        raise _Type(op, "layout", "{arg} has layout {got}; only dense tensors are supported",
+                    {"arg": name}, got=t.layout)
     size = t.element_size()
     carrier = carrier_for(size)
     return t.view(_VIEW_AS[size]).numpy().view(carrier), str(t.dtype)[6:], wb, "cpu"
@@ -61,8 +64,8 @@ def _device_view(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[A
     from ..device import CUDA, ROCM, gpu_aware, plan
 
     if not t.is_cuda:
-        raise ValueError(f"{op}: {name} is on device {t.device}: expected a CPU, CUDA or ROCm "
-                         "tensor")
+        raise _Value(op, "device", "{arg} is on device {got}: expected a CPU, CUDA or ROCm "
+                     "tensor", {"arg": name}, got=t.device)
     how = plan(ROCM if torch.version.hip else CUDA, gpu_aware()[0])
     # MPI must not read memory that kernels on the producer's stream are still writing
     torch.cuda.current_stream(t.device).synchronize()
@@ -98,6 +101,6 @@ def writeback(t: torch.Tensor, result: np.ndarray) -> None:
         t.copy_(src.reshape(t.shape))
 
 
-def empty_like(t: Any, shape: tuple[int, ...]) -> torch.Tensor:
+def empty(t: Any, shape: tuple[int, ...]) -> torch.Tensor:
     """A new tensor of ``t``'s dtype and device."""
     return torch.empty(shape, dtype=t.dtype, device=t.device)

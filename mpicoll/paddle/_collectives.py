@@ -1,0 +1,262 @@
+"""Paddle's tensor collectives over mpicoll's (torch.distributed-style) ones."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import mpicoll as _m
+
+from .. import _group
+from ._face import HINT_3X, ReduceOp, call, task
+from ._face import op as _op
+from ._groups import member, not_member_error, pg_of
+
+if TYPE_CHECKING:
+    from .._work import Work
+
+
+def _like(x: Any) -> Any:
+    """A new uninitialised tensor of ``x``'s framework, dtype and shape."""
+    from .._adapter.alloc import empty
+
+    return empty(x, tuple(x.shape))[0]
+
+
+def _is_list(x: Any) -> bool:
+    return isinstance(x, (list, tuple))
+
+
+def _alltoall_single(out_tensor: Any, in_tensor: Any, in_split_sizes: Any,
+                     out_split_sizes: Any, group: Any, sync_op: bool, hint: str) -> Work | None:
+    """alltoall_single for both conventions; ``hint`` names the other one."""
+    pg = pg_of(group)
+    if not member(pg):
+        return None
+    name = "alltoall_single"
+    work = call(name, _m.all_to_all_single, out_tensor, in_tensor, out_split_sizes,
+                in_split_sizes, group=pg, async_op=not sync_op, hint=hint)
+    return task(work, name, sync_op, [out_tensor])
+
+
+def _alltoall(out_tensor_list: Any, in_tensor_list: Any, group: Any, sync_op: bool,
+              hint: str) -> Work | None:
+    """alltoall for both conventions; ``hint`` names the other one."""
+    pg = pg_of(group)
+    if not member(pg):
+        return None
+    name = "alltoall"
+    lists = _is_list(out_tensor_list), _is_list(in_tensor_list)
+    if lists == (False, False):  # Paddle 3.x takes two tensors too: all_to_all_single
+        return _alltoall_single(out_tensor_list, in_tensor_list, None, None, group, sync_op,
+                                hint)
+    if lists != (True, True):
+        raise TypeError(f"{name}: out_tensor_list and in_tensor_list must be of one kind: "
+                        "expected two lists of tensors (or two tensors), got "
+                        f"{type(out_tensor_list).__name__} and {type(in_tensor_list).__name__}")
+    if len(in_tensor_list) == 0:
+        raise ValueError(f"{name}: in_tensor_list must not be empty: expected one tensor per "
+                         f"rank ({_group.get_world_size(pg)}), got 0" + hint)
+    if len(out_tensor_list) == 0 and isinstance(out_tensor_list, list):
+        out_tensor_list.extend(_like(t) for t in in_tensor_list)
+    work = call(name, _m.all_to_all, out_tensor_list, in_tensor_list, group=pg,
+                async_op=not sync_op, hint=hint)
+    return task(work, name, sync_op, list(out_tensor_list))
+
+
+def alltoall(out_tensor_list: list[Any], in_tensor_list: list[Any], group: Any = None,
+             sync_op: bool = True) -> Work | None:
+    """Send ``in_tensor_list[j]`` to rank j; receive rank j's into ``out_tensor_list[j]``.
+
+    Paddle 3.x order (output first); :func:`mpicoll.paddle.v2.alltoall` takes
+    the 2.x order. Calls :func:`mpicoll.all_to_all` (sizes may differ per peer).
+
+    Args:
+        out_tensor_list: one tensor per rank, written in place; an empty list is
+            filled with new tensors shaped like ``in_tensor_list``'s, as Paddle does.
+        in_tensor_list: one tensor per rank.
+        group: a :class:`Group` (or mpicoll ProcessGroup), None for the global group.
+        sync_op: False returns a pending task.
+
+    Returns:
+        A task (completed when ``sync_op``); None on ranks outside ``group``.
+    """
+    return _alltoall(out_tensor_list, in_tensor_list, group, sync_op, HINT_3X)
+
+
+def alltoall_single(out_tensor: Any, in_tensor: Any, in_split_sizes: list[int] | None = None,
+                    out_split_sizes: list[int] | None = None, group: Any = None,
+                    sync_op: bool = True) -> Work | None:
+    """Split ``in_tensor`` along dim 0, send part j to rank j, gather into ``out_tensor``.
+
+    Paddle 3.x order (output first); :func:`mpicoll.paddle.v2.alltoall_single`
+    takes the 2.x order. Calls :func:`mpicoll.all_to_all_single`.
+
+    Args:
+        out_tensor: receives, in rank order, the parts every rank sent here.
+        in_tensor: the tensor to scatter.
+        in_split_sizes: rows of ``in_tensor`` sent to each rank (None: equal).
+        out_split_sizes: rows of ``out_tensor`` received from each rank (None: equal).
+        group: a :class:`Group` (or mpicoll ProcessGroup), None for the global group.
+        sync_op: False returns a pending task.
+
+    Returns:
+        A task (completed when ``sync_op``); None on ranks outside ``group``.
+
+    Raises:
+        ValueError: split sizes contradict the shapes; the message adds that the
+            tensors may be in Paddle 2.x order.
+    """
+    return _alltoall_single(out_tensor, in_tensor, in_split_sizes, out_split_sizes, group,
+                            sync_op, HINT_3X)
+
+
+def reduce_scatter(tensor: Any, tensor_list: list[Any], op: int = ReduceOp.SUM,
+                   group: Any = None, sync_op: bool = True) -> Work | None:
+    """Reduce ``tensor_list[j]`` across ranks into rank j's ``tensor``.
+
+    Calls :func:`mpicoll.reduce_scatter` (or :func:`mpicoll.reduce_scatter_tensor`
+    when ``tensor_list`` is one tensor, as Paddle allows).
+    """
+    pg = pg_of(group)
+    if not member(pg):
+        return None
+    name = "reduce_scatter"
+    fn = _m.reduce_scatter if _is_list(tensor_list) else _m.reduce_scatter_tensor
+    work = call(name, fn, tensor, tensor_list, _op(op, name), group=pg, async_op=not sync_op)
+    return task(work, name, sync_op, [tensor])
+
+
+
+def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
+               sync_op: bool = True) -> Work | None:
+    """Gather every rank's ``tensor`` into ``tensor_list``.
+
+    An empty ``tensor_list`` is filled with one new tensor per rank, shaped
+    like ``tensor``, as Paddle does. Calls :func:`mpicoll.all_gather` (or
+    :func:`mpicoll.all_gather_into_tensor` when ``tensor_list`` is a tensor).
+
+    Raises:
+        RuntimeError: this rank is not a member of ``group`` (as in Paddle).
+    """
+    pg = pg_of(group)
+    name = "all_gather"
+    if not member(pg):
+        raise not_member_error(name)
+    if _is_list(tensor_list):
+        if len(tensor_list) == 0 and isinstance(tensor_list, list):
+            tensor_list.extend(_like(tensor) for _ in range(_group.get_world_size(pg)))
+        work = call(name, _m.all_gather, tensor_list, tensor, group=pg, async_op=not sync_op)
+        return task(work, name, sync_op, list(tensor_list))
+    work = call(name, _m.all_gather_into_tensor, tensor_list, tensor, group=pg,
+                async_op=not sync_op)
+    return task(work, name, sync_op, [tensor_list])
+
+
+def all_reduce(tensor: Any, op: int = ReduceOp.SUM, group: Any = None,
+               sync_op: bool = True) -> Work | None:
+    """Reduce ``tensor`` across ``group``, in place on every rank (:func:`mpicoll.all_reduce`)."""
+    pg = pg_of(group)
+    if not member(pg):
+        return None
+    work = _m.all_reduce(tensor, _op(op, "all_reduce"), group=pg, async_op=not sync_op)
+    return task(work, "all_reduce", sync_op, [tensor])
+
+
+def broadcast(tensor: Any, src: int, group: Any = None, sync_op: bool = True) -> Work | None:
+    """Copy ``tensor`` from global rank ``src`` to every rank (:func:`mpicoll.broadcast`)."""
+    pg = pg_of(group)
+    if not member(pg):
+        return None
+    work = _m.broadcast(tensor, src=src, group=pg, async_op=not sync_op)
+    return task(work, "broadcast", sync_op, [tensor])
+
+
+def reduce(tensor: Any, dst: int, op: int = ReduceOp.SUM, group: Any = None,
+           sync_op: bool = True) -> Work | None:
+    """Reduce ``tensor`` across ``group`` into global rank ``dst``'s (:func:`mpicoll.reduce`)."""
+    pg = pg_of(group)
+    if not member(pg):
+        return None
+    work = _m.reduce(tensor, dst=dst, op=_op(op, "reduce"), group=pg, async_op=not sync_op)
+    return task(work, "reduce", sync_op, [tensor])
+
+
+def _chunks(x: Any, n: int) -> list[Any]:
+    """``x`` split along axis 0 into ``n`` equal parts (views where the framework can)."""
+    rows = int(x.shape[0]) if len(x.shape) else 0
+    if n <= 0 or rows % n:
+        raise ValueError(f"scatter: dim 0 of tensor_list (a tensor) must be divisible by the "
+                         f"group size {n}, got shape {tuple(x.shape)}")
+    k = rows // n
+    return [x[i * k:(i + 1) * k] for i in range(n)]
+
+
+def scatter(tensor: Any, tensor_list: list[Any] | None = None, src: int = 0,
+            group: Any = None, sync_op: bool = True) -> Work | None:
+    """Send ``tensor_list[j]`` from global rank ``src`` into rank j's ``tensor``.
+
+    ``tensor_list`` is read on ``src`` only; elsewhere it is ignored (with a
+    warning), whatever its type, as in Paddle. On ``src`` it may also be one
+    tensor, split along axis 0 into group-size parts (Paddle's stream form).
+    Calls :func:`mpicoll.scatter`.
+    """
+    pg = pg_of(group)
+    if not member(pg):
+        return None
+    name = "scatter"
+    if src != _group.get_rank():
+        if tensor_list is not None:
+            warnings.warn(f"{name}: tensor_list is meaningless on a rank that is not src "
+                          "and is ignored", stacklevel=2)
+        tensor_list = None
+    elif tensor_list is not None and not _is_list(tensor_list) and hasattr(tensor_list, "shape"):
+        tensor_list = _chunks(tensor_list, _group.get_world_size(pg))
+    work = call(name, _m.scatter, tensor, tensor_list, src=src, group=pg, async_op=not sync_op)
+    return task(work, name, sync_op, [tensor])
+
+
+def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
+           group: Any = None, sync_op: bool = True) -> Work | None:
+    """Gather every rank's ``tensor`` into ``gather_list`` on global rank ``dst``.
+
+    ``gather_list`` is read on ``dst`` only (elsewhere ignored with a warning,
+    whatever its type); an empty list there is filled with one new tensor per
+    rank, shaped like ``tensor``, as Paddle does. Calls :func:`mpicoll.gather`.
+    """
+    pg = pg_of(group)
+    if not member(pg):
+        return None
+    name = "gather"
+    if dst != _group.get_rank():
+        if gather_list is not None:
+            warnings.warn(f"{name}: gather_list is meaningless on a rank that is not dst "
+                          "and is ignored", stacklevel=2)
+        gather_list = None
+    elif isinstance(gather_list, list) and len(gather_list) == 0:
+        gather_list.extend(_like(tensor) for _ in range(_group.get_world_size(pg)))
+    work = call(name, _m.gather, tensor, gather_list, dst=dst, group=pg, async_op=not sync_op)
+    return task(work, name, sync_op, gather_list)
+
+
+def barrier(group: Any = None) -> None:
+    """Block until every rank of ``group`` has entered (:func:`mpicoll.barrier`)."""
+    pg = pg_of(group)
+    if not member(pg):
+        return
+    _m.barrier(group=pg)
+
+
+def wait(tensor: Any, group: Any = None, use_calc_stream: bool = True) -> None:
+    """Wait for the pending operations on ``group`` (the global group if None) that
+    write ``tensor``: after it, ``tensor`` holds their results.
+
+    Paddle synchronises a CUDA stream here; on the CPU its ``wait`` returns at
+    once. ``use_calc_stream`` is accepted and unused.
+    """
+    pg = pg_of(group)
+    if not member(pg):
+        return
+    from .._work import wait_pending
+
+    wait_pending(_group.resolve(pg, "wait"), tensor)
