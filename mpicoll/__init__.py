@@ -7,16 +7,7 @@ defaults) for numpy, torch and any DLPack tensor, over mpi4py.
 from __future__ import annotations
 
 import importlib
-import os
-import sys
-from typing import Any
-
-# Open MPI 5's AVX reduction kernels saturate 8- and 16-bit integer sums (100 + 100
-# gives 127) where C, numpy, torch and MPICH wrap (-56). If MPI is not started yet
-# and the user has not chosen, leave that component out (an Open MPI setting that
-# other MPIs ignore); otherwise mpicoll sums those dtypes in 32 bits instead.
-if "mpi4py.MPI" not in sys.modules and "OMPI_MCA_op" not in os.environ:
-    os.environ["OMPI_MCA_op"] = "^avx"
+from typing import TYPE_CHECKING, Any
 
 # Public name -> module that defines it. Modules load on first attribute
 # access, so ``import mpicoll`` neither initialises MPI nor imports numpy.
@@ -35,13 +26,60 @@ _LAZY = {
     **dict.fromkeys(["reduce_scatter", "reduce_scatter_single", "reduce_scatter_tensor"],
                     "._collectives.reduce_scatter"),
     **dict.fromkeys(["broadcast", "gather", "reduce", "scatter"], "._collectives.rooted"),
-    **dict.fromkeys(["GroupMember", "ProcessGroup", "destroy_process_group", "get_backend",
-                     "get_global_rank", "get_group_rank", "get_process_group_ranks",
-                     "get_rank", "get_world_size", "group", "init_process_group",
-                     "is_initialized", "new_group", "new_subgroups",
-                     "new_subgroups_by_enumeration"], "._group"),
+    **dict.fromkeys(["GroupMember", "ProcessGroup", "group"], "._group"),
+    **dict.fromkeys(["destroy_process_group", "get_backend", "get_global_rank",
+                     "get_group_rank", "get_node_local_rank", "get_pg_count",
+                     "get_process_group_ranks", "get_rank", "get_world_size",
+                     "init_process_group", "is_available", "is_initialized", "new_group",
+                     "new_subgroups", "new_subgroups_by_enumeration", "split_group"],
+                    "._groups"),
+    **dict.fromkeys(["all_gather_coalesced", "all_reduce_coalesced"],
+                    "._collectives.coalesced"),
     "Work": "._work",
 }
+
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and readers
+    from ._collectives.all_gather import all_gather, all_gather_into_tensor, all_gather_single
+    from ._collectives.all_reduce import all_reduce
+    from ._collectives.all_to_all import all_to_all, all_to_all_single
+    from ._collectives.barrier import barrier, monitored_barrier
+    from ._collectives.coalesced import all_gather_coalesced, all_reduce_coalesced
+    from ._collectives.objects import (
+        all_gather_object,
+        broadcast_object_list,
+        gather_object,
+        recv_object_list,
+        scatter_object_list,
+        send_object_list,
+    )
+    from ._collectives.p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
+    from ._collectives.reduce_op import ReduceOp
+    from ._collectives.reduce_scatter import (
+        reduce_scatter,
+        reduce_scatter_single,
+        reduce_scatter_tensor,
+    )
+    from ._collectives.rooted import broadcast, gather, reduce, scatter
+    from ._group import GroupMember, ProcessGroup, group
+    from ._groups import (
+        destroy_process_group,
+        get_backend,
+        get_global_rank,
+        get_group_rank,
+        get_node_local_rank,
+        get_pg_count,
+        get_process_group_ranks,
+        get_rank,
+        get_world_size,
+        init_process_group,
+        is_available,
+        is_initialized,
+        new_group,
+        new_subgroups,
+        new_subgroups_by_enumeration,
+        split_group,
+    )
+    from ._work import Work
 
 __version__ = "0.1.0"
 
@@ -52,10 +90,12 @@ __all__ = [
     "ReduceOp",
     "Work",
     "all_gather",
+    "all_gather_coalesced",
     "all_gather_into_tensor",
     "all_gather_object",
     "all_gather_single",
     "all_reduce",
+    "all_reduce_coalesced",
     "all_to_all",
     "all_to_all_single",
     "barrier",
@@ -68,12 +108,15 @@ __all__ = [
     "get_backend",
     "get_global_rank",
     "get_group_rank",
+    "get_node_local_rank",
+    "get_pg_count",
     "get_process_group_ranks",
     "get_rank",
     "get_world_size",
     "group",
     "init_process_group",
     "irecv",
+    "is_available",
     "is_initialized",
     "isend",
     "monitored_barrier",
@@ -90,9 +133,8 @@ __all__ = [
     "scatter_object_list",
     "send",
     "send_object_list",
+    "split_group",
 ]
-
-
 
 
 def __getattr__(name: str) -> Any:

@@ -23,7 +23,7 @@ def _version(dist: str) -> str | None:
 def info() -> list[tuple[str, str]]:
     """The facts ``info`` prints, as (label, value) pairs."""
     import mpi4py
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     import mpicoll
     from mpicoll._adapter.device import gpu_aware

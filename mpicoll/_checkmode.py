@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import SignatureMismatch
+from .errors import SignatureMismatch, torch_flavoured
 
 _SAME = ("dtype", "reduce_op", "root", "numel", "counts")
 
@@ -23,8 +23,9 @@ def verify(op: str, group: Any, sig: dict[str, Any]) -> None:
     problem = compare(everyone)
     if problem:
         # the same message on every rank: it names no rank-local detail
-        raise SignatureMismatch(f"checked mode: ranks disagree at collective #{group.seq} on "
-                                f"the group of global ranks {group.ranks}: {problem}")
+        raise torch_flavoured(SignatureMismatch)(
+            f"checked mode: ranks disagree at collective #{group.seq} on the group of global "
+            f"ranks {group.ranks}: {problem}")
 
 
 def _by_value(sigs: list[dict[str, Any]], key: str) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import PeerExited
+from .errors import PeerExited, torch_flavoured
 
 TAG = 1  # an exit notice
 QUERY, REPLY = 2, 3  # at a timeout: "how far are you on this group?" and the answer
@@ -58,7 +58,7 @@ def announce(status: int | None) -> None:
     if _ctrl is None or _announced:
         return
     _announced = True
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     from ._group import all_groups
 
@@ -85,7 +85,7 @@ def announce(status: int | None) -> None:
 
 def poll(now: float) -> None:
     """Monitor tick: take in notices, then end the job if this rank waits on a leaver."""
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     if MPI.Is_finalized():  # the program finalized MPI itself
         return
@@ -110,7 +110,7 @@ def poll(now: float) -> None:
 def _answer_queries() -> None:
     """Tell peers whose operation timed out how many collectives this rank issued on
     the group they ask about (None if it has no such group)."""
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     from ._group import all_groups
 
@@ -135,7 +135,7 @@ def laggards(pg: Any, seq: int, patience: float = 2.0) -> str:
         return ""
     import time
 
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     peers = [g for g in pg.ranks if g != _ctrl.Get_rank() and g not in left]
     for g in peers:
@@ -192,7 +192,7 @@ def _blocked(op: str, pg: Any, seq: int, peer: int | None) -> str:
                     return (f"{_gone(g)} after {done} collective(s) on this group; this is "
                             f"collective #{seq}")
         return ""
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     peers = [p for p in range(len(pg.ranks)) if p != pg.my_rank] if peer == MPI.ANY_SOURCE \
         else [peer]
@@ -219,13 +219,13 @@ def check(op: str, pg: Any, seq: int) -> None:
     """Before issuing collective #``seq`` on ``pg``: raise if a member has left too early."""
     why = _blocked(op, pg, seq, None)
     if why:
-        raise PeerExited(f"{op}: cannot run on group {pg.name!r} (global ranks {pg.ranks}): "
-                         f"{why}", _status())
+        raise torch_flavoured(PeerExited)(
+            f"{op}: cannot run on group {pg.name!r} (global ranks {pg.ranks}): {why}", _status())
 
 
 def check_peer(op: str, pg: Any, peer: int) -> None:
     """Before posting a send or receive: raise if the peer has left for good."""
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     if peer != MPI.ANY_SOURCE and pg.ranks[peer] in left:
         if "recv" in op:
@@ -234,4 +234,4 @@ def check_peer(op: str, pg: Any, peer: int) -> None:
         else:
             why = _gone(pg.ranks[peer])
         if why:
-            raise PeerExited(f"{op}: {why}", _status())
+            raise torch_flavoured(PeerExited)(f"{op}: {why}", _status())

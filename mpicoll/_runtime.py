@@ -15,7 +15,7 @@ _hook_installed = False
 
 def mpi() -> Any:
     """Import mpi4py.MPI (initialising MPI) and install the abort hook once."""
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     if not _hook_installed:
         _install_abort_hook(MPI)

@@ -81,7 +81,7 @@ def drain() -> None:
 
 
 def at_exit() -> None:
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     from . import _departures
     from ._watchdog import watchdog

@@ -94,7 +94,7 @@ def _where(frame: Any) -> str:
 
 
 def _say(text: str) -> None:
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     sys.stderr.write(f"mpicoll: rank {MPI.COMM_WORLD.Get_rank()} {text}\n")
     sys.stderr.flush()

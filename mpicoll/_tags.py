@@ -13,7 +13,7 @@ from functools import cache
 @cache
 def tag_ub() -> int:
     """MPI_TAG_UB of this MPI library (at least 32767)."""
-    from mpi4py import MPI
+    from ._mpi import MPI
 
     return int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB))
 

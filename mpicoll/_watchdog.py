@@ -166,7 +166,7 @@ class _Watchdog:
 
     def abort(self, what: str, status: int, stacks: bool = True) -> None:
         """Report ``what`` this rank is doing, the last operations and stacks; end the job."""
-        from mpi4py import MPI
+        from ._mpi import MPI
 
         rank = MPI.COMM_WORLD.Get_rank()
         history = [f"{_Op._make(op).describe()} ({end - op[4]:.3f} s)"

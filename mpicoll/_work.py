@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mpi4py import MPI
+from ._mpi import MPI
 
 from ._env import as_seconds
 from ._watchdog import _summarise, timeout_for, watchdog
-from .errors import CollectiveTimeout, MPIError
+from .errors import CollectiveTimeout, MPIError, torch_flavoured
 
 # Works whose requests are still in flight, alive until they complete: MPI writes into
 # their buffers, so dropping the handle must not free them; completed at exit
@@ -43,7 +43,7 @@ def mpi_error(op: str, e: Any, args: Any = None, hint: str = "") -> MPIError:
     """The MPIError for MPI's exception ``e`` in ``op``: MPI's message, then the buffers
     and counts MPI was given (the one place MPI's errors become mpicoll's)."""
     where = f" [{_summarise(args)}]" if args is not None else ""
-    return MPIError(op, f"{describe(e)}{where}{hint}")
+    return torch_flavoured(MPIError)(op, f"{describe(e)}{where}{hint}")
 
 
 def test_until(test: Callable[[], bool], deadline: float) -> bool:
@@ -69,7 +69,7 @@ def wait_requests(reqs: list[Any], op: str, group: Any, seq: int, args: Any,
         test = (lambda: reqs[0].Test(status)) if status is not None else (
             lambda: MPI.Request.Testall(reqs))
         if not test_until(test, time.monotonic() + secs):
-            raise CollectiveTimeout(f"{op}: not completed within {secs:g} s")
+            raise torch_flavoured(CollectiveTimeout)(f"{op}: not completed within {secs:g} s")
         return
     token = watchdog.begin(op, group, seq, args, timeout_for(group), peer)
     try:

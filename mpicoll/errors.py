@@ -3,6 +3,7 @@ peers, cross-rank mismatches."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -109,6 +110,25 @@ class PeerExited(RuntimeError):
 
 class SignatureMismatch(RuntimeError):
     """Checked mode: peers called collectives that do not match."""
+
+
+def torch_flavoured(cls: type[BaseException]) -> type[BaseException]:
+    """``cls``, or, once ``torch.distributed`` is imported, a subclass of ``cls`` that is
+    also torch's ``DistBackendError`` (a ``DistError``, a ``RuntimeError``): code
+    written for torch's NCCL backend catches a failed or timed-out collective as
+    that, and mpicoll's own type still matches."""
+    td = sys.modules.get("torch.distributed")
+    base = getattr(td, "DistBackendError", None)
+    if base is None or issubclass(cls, base):
+        return cls
+    mixed = _MIXED.get(cls)
+    if mixed is None:
+        mixed = _MIXED[cls] = type(cls.__name__, (cls, base),
+                                   {"__module__": cls.__module__, "__doc__": cls.__doc__})
+    return mixed
+
+
+_MIXED: dict[type, type] = {}
 
 
 __all__ = ["ArgumentBufferError", "ArgumentError", "ArgumentTypeError", "ArgumentValueError",

@@ -83,7 +83,7 @@ def _query_library() -> bool | None:
 @cache
 def gpu_aware() -> tuple[bool, str]:
     """(is the MPI GPU-aware, why we think so), decided once per process."""
-    from mpi4py import MPI
+    from .._mpi import MPI
 
     forced = _from_env(dict(os.environ))
     if forced is not None:

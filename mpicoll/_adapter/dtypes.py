@@ -39,7 +39,7 @@ def carrier_for(itemsize: int) -> np.dtype:
 @cache
 def mpi_datatype(np_dtype: np.dtype):  # -> MPI.Datatype
     """The predefined MPI datatype for a host carrier dtype (reductions need one)."""
-    from mpi4py import MPI
+    from .._mpi import MPI
 
     if np_dtype == np.bool_:
         return MPI.UINT8_T

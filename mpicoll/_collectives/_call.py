@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mpi4py import MPI
+from .._mpi import MPI
 
 from .. import _departures
 from .._checkmode import verify

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from mpi4py import MPI
+from .._mpi import MPI
 
 from .. import _tags
 

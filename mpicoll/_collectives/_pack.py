@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import accumulate
 
 import numpy as np
-from mpi4py import MPI
+from .._mpi import MPI
 
 from .._adapter import Buffer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from mpi4py import MPI
+from .._mpi import MPI
 
 from .._adapter import Buffer
 from .._adapter.dtypes import mpi_datatype, narrow_into, widen

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from mpi4py import MPI
+from .._mpi import MPI
 
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype

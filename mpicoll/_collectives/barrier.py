@@ -6,13 +6,13 @@ import time
 from typing import Any
 
 import numpy as np
-from mpi4py import MPI
+from .._mpi import MPI
 
 from .. import _tags
 from .._env import DEFAULT_TIMEOUT, as_seconds
 from .._group import resolve
 from .._work import Work, test_until
-from ..errors import CollectiveTimeout
+from ..errors import CollectiveTimeout, torch_flavoured
 from ._call import issue
 
 
@@ -73,8 +73,8 @@ def monitored_barrier(group: Any = None, timeout: Any = None,
             if r in missing:
                 reqs[r].Cancel()
         ranks = [pg.ranks[r] for r in missing]
-        raise CollectiveTimeout(f"{name}: rank(s) {ranks} (global) did not reach the "
-                                f"barrier within {secs} s")
+        raise torch_flavoured(CollectiveTimeout)(
+            f"{name}: rank(s) {ranks} (global) did not reach the barrier within {secs} s")
     for r in range(1, pg.nranks):
         comm.Send([token, MPI.BYTE], dest=r, tag=tag)
 
@@ -82,4 +82,4 @@ def monitored_barrier(group: Any = None, timeout: Any = None,
 def _poll(reqs: list[Any], deadline: float, message: Any) -> None:
     for req in reqs:
         if not test_until(req.Test, deadline):
-            raise CollectiveTimeout(message())
+            raise torch_flavoured(CollectiveTimeout)(message())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpi4py import MPI
+from .._mpi import MPI
 
 from .. import _departures, _tags
 from .._checkmode import verify

@@ -76,7 +76,7 @@ def as_reduce_op(op: Any, opname: str) -> tuple[ReduceOp, Any]:
 
 @cache
 def _plan(dtype: str, rop: ReduceOp, opname: str) -> tuple[Any, bool, bool]:
-    from mpi4py import MPI
+    from .._mpi import MPI
 
     kind = kind_of(dtype)
     if kind == "opaque":
@@ -118,7 +118,7 @@ def nan_op(maximum: bool) -> Any:
     reduce with this user-defined, commutative operation instead.
     """
     import numpy as np
-    from mpi4py import MPI
+    from .._mpi import MPI
 
     ufunc = np.maximum if maximum else np.minimum
     types = {MPI.FLOAT.handle: np.float32, MPI.DOUBLE.handle: np.float64}
@@ -138,7 +138,7 @@ def _saturating_mpi() -> bool:
     """Open MPI with its AVX reduction kernels, which saturate small integer sums."""
     import os
 
-    from mpi4py import MPI
+    from .._mpi import MPI
 
     excluded = os.environ.get("OMPI_MCA_op", "").replace(" ", "")
     return "Open MPI" in MPI.Get_library_version() and not (

@@ -48,6 +48,8 @@ one rank are not members of themselves); ``irecv``/``recv`` accept
 
 from __future__ import annotations
 
+import mpicoll as _m
+
 from . import stream
 from ._collectives import (
     all_gather,
@@ -143,9 +145,8 @@ def gloo_init_parallel_env(rank_id: int, rank_num: int, server_endpoint: str) ->
     """Paddle's CPU (gloo) initialisation: here MPI's, which must agree with
     ``rank_id`` and ``rank_num``; ``server_endpoint`` is unused (MPI's launcher
     connects the processes)."""
-    from .. import _group
-
-    _group.init_process_group(world_size=rank_num, rank=rank_id)
+    
+    _m.init_process_group(world_size=rank_num, rank=rank_id)
 
 
 def gloo_barrier() -> None:

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import mpicoll as _m
 
-from .. import _group
 from ._face import HINT_3X, ReduceOp, call, task
 from ._face import op as _op
 from ._groups import member, not_member_error, pg_of
@@ -56,7 +55,7 @@ def _alltoall(out_tensor_list: Any, in_tensor_list: Any, group: Any, sync_op: bo
                         f"{type(out_tensor_list).__name__} and {type(in_tensor_list).__name__}")
     if len(in_tensor_list) == 0:
         raise ValueError(f"{name}: in_tensor_list must not be empty: expected one tensor per "
-                         f"rank ({_group.get_world_size(pg)}), got 0" + hint)
+                         f"rank ({_m.get_world_size(pg)}), got 0" + hint)
     if len(out_tensor_list) == 0 and isinstance(out_tensor_list, list):
         out_tensor_list.extend(_like(t) for t in in_tensor_list)
     work = call(name, _m.all_to_all, out_tensor_list, in_tensor_list, group=pg,
@@ -145,7 +144,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         raise not_member_error(name)
     if _is_list(tensor_list):
         if len(tensor_list) == 0 and isinstance(tensor_list, list):
-            tensor_list.extend(_like(tensor) for _ in range(_group.get_world_size(pg)))
+            tensor_list.extend(_like(tensor) for _ in range(_m.get_world_size(pg)))
         work = call(name, _m.all_gather, tensor_list, tensor, group=pg, async_op=not sync_op)
         return task(work, name, sync_op, list(tensor_list))
     work = call(name, _m.all_gather_into_tensor, tensor_list, tensor, group=pg,
@@ -205,13 +204,13 @@ def scatter(tensor: Any, tensor_list: list[Any] | None = None, src: int = 0,
     if not member(pg):
         return None
     name = "scatter"
-    if src != _group.get_rank():
+    if src != _m.get_rank():
         if tensor_list is not None:
             warnings.warn(f"{name}: tensor_list is meaningless on a rank that is not src "
                           "and is ignored", stacklevel=2)
         tensor_list = None
     elif tensor_list is not None and not _is_list(tensor_list) and hasattr(tensor_list, "shape"):
-        tensor_list = _chunks(tensor_list, _group.get_world_size(pg))
+        tensor_list = _chunks(tensor_list, _m.get_world_size(pg))
     work = call(name, _m.scatter, tensor, tensor_list, src=src, group=pg, async_op=not sync_op)
     return task(work, name, sync_op, [tensor])
 
@@ -228,13 +227,13 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
     if not member(pg):
         return None
     name = "gather"
-    if dst != _group.get_rank():
+    if dst != _m.get_rank():
         if gather_list is not None:
             warnings.warn(f"{name}: gather_list is meaningless on a rank that is not dst "
                           "and is ignored", stacklevel=2)
         gather_list = None
     elif isinstance(gather_list, list) and len(gather_list) == 0:
-        gather_list.extend(_like(tensor) for _ in range(_group.get_world_size(pg)))
+        gather_list.extend(_like(tensor) for _ in range(_m.get_world_size(pg)))
     work = call(name, _m.gather, tensor, gather_list, dst=dst, group=pg, async_op=not sync_op)
     return task(work, name, sync_op, gather_list)
 
@@ -259,4 +258,4 @@ def wait(tensor: Any, group: Any = None, use_calc_stream: bool = True) -> None:
         return
     from .._work import wait_pending
 
-    wait_pending(_group.resolve(pg, "wait"), tensor)
+    wait_pending(_m.group.WORLD if pg is None else pg, tensor)

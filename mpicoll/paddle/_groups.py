@@ -6,7 +6,7 @@ import datetime
 import warnings
 from typing import Any
 
-from .. import _group
+import mpicoll as _m
 
 
 class Group:
@@ -29,7 +29,7 @@ class Group:
     def rank(self) -> int:
         """This process's rank in the group, -1 if it is not a member."""
         pg = self.process_group
-        return -1 if pg is _group.NON_GROUP_MEMBER else pg.my_rank
+        return -1 if pg is _m.GroupMember.NON_GROUP_MEMBER else pg.my_rank
 
     @property
     def ranks(self) -> list[int]:
@@ -94,7 +94,7 @@ class _Groups:
 def world() -> Group:
     """The global group (made on first use, and again if WORLD was recreated)."""
     g = _Groups.by_id.get(0)
-    pg = _group.default_group()
+    pg = _m.group.WORLD
     if g is None or g.process_group is not pg:
         g = _Groups.by_id[0] = Group(pg, list(pg.ranks), 0, "_default_pg0")
     return g
@@ -108,7 +108,7 @@ def pg_of(group: Any) -> Any:
 
 
 def member(pg: Any) -> bool:
-    return pg is not _group.NON_GROUP_MEMBER
+    return pg is not _m.GroupMember.NON_GROUP_MEMBER
 
 
 def not_member_error(name: str) -> RuntimeError:
@@ -127,7 +127,7 @@ def init_parallel_env(nccl_config: Any = None) -> Group:
 
 def is_initialized() -> bool:
     """Whether the global group exists (after init_parallel_env or first use)."""
-    return _group.is_initialized()
+    return _m.is_initialized()
 
 
 def is_available() -> bool:
@@ -151,10 +151,10 @@ def new_group(ranks: list[int] | None = None, backend: Any = None,
         nccl_comm_init_option: accepted for compatibility; unused.
         nccl_config: accepted for compatibility; unused.
     """
-    pg = _group.new_group(ranks, timeout=timeout)
+    pg = _m.new_group(ranks, timeout=timeout)
     _Groups.created += 1
     gid = _Groups.created
-    members = sorted(ranks) if ranks is not None else list(range(_group.get_world_size()))
+    members = sorted(ranks) if ranks is not None else list(range(_m.get_world_size()))
     g = _Groups.by_id[gid] = Group(pg, members, gid, f"_default_pg{gid}")
     return g
 
@@ -162,7 +162,7 @@ def new_group(ranks: list[int] | None = None, backend: Any = None,
 def get_group(id: int = 0) -> Group | None:
     """The group with id ``id`` (0: the global group); None with a warning if there is
     none, as in Paddle."""
-    if id == 0 and _group.is_initialized():
+    if id == 0 and _m.is_initialized():
         return world()
     g = _Groups.by_id.get(id)
     if g is None:
@@ -185,12 +185,12 @@ def destroy_process_group(group: Any = None) -> None:
     """Free ``group``'s communicator; None frees every group and the global one, after
     which the next call starts over (as Paddle's deinitialisation)."""
     if group is None:
-        _group.destroy_process_group()
+        _m.destroy_process_group()
         _Groups.by_id.clear()
         return
     pg = pg_of(group)
     if member(pg):
-        _group.destroy_process_group(pg)
+        _m.destroy_process_group(pg)
     if type(group) is Group:
         _Groups.by_id.pop(group.id, None)
 
@@ -198,19 +198,19 @@ def destroy_process_group(group: Any = None) -> None:
 def get_rank(group: Any = None) -> int:
     """This process's rank in ``group`` (the global rank if None; -1 if not a member)."""
     if group is None:
-        return _group.get_rank()
+        return _m.get_rank()
     if type(group) is Group:
         return group.rank
-    return _group.get_rank(group)
+    return _m.get_rank(group)
 
 
 def get_world_size(group: Any = None) -> int:
     """The size of ``group`` (the world's if None; -1 if this rank is not a member)."""
     if group is None:
-        return _group.get_world_size()
+        return _m.get_world_size()
     if type(group) is Group:
         return group.world_size
-    return _group.get_world_size(group)
+    return _m.get_world_size(group)
 
 
 class ParallelEnv:
@@ -233,14 +233,14 @@ class ParallelEnv:
     @property
     def rank(self) -> int:
         """This process's global rank."""
-        return _group.get_rank()
+        return _m.get_rank()
 
     local_rank = rank  # Paddle's alias
 
     @property
     def world_size(self) -> int:
         """Number of processes in the job."""
-        return _group.get_world_size()
+        return _m.get_world_size()
 
     nranks = world_size  # Paddle's alias
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import mpicoll as _m
 
-from .. import _group
 from ._face import call
 from ._groups import member, not_member_error, pg_of
 
@@ -24,7 +23,7 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
     if not isinstance(object_list, list):
         raise TypeError(f"{name}: object_list must be a list: expected list, got "
                         f"{type(object_list).__name__}")
-    gathered: list[Any] = [None] * _group.get_world_size(pg)
+    gathered: list[Any] = [None] * _m.get_world_size(pg)
     _m.all_gather_object(gathered, obj, group=pg)
     object_list.extend(gathered)
 
@@ -52,7 +51,7 @@ def scatter_object_list(out_object_list: list[Any], in_object_list: list[Any] | 
         raise TypeError(f"{name}: out_object_list must be a list: expected list, got "
                         f"{type(out_object_list).__name__}")
     box: list[Any] = [None]
-    payload = in_object_list if src == _group.get_rank() else None
+    payload = in_object_list if src == _m.get_rank() else None
     call(name, _m.scatter_object_list, box, payload, src=src, group=pg)
     out_object_list.clear()
     out_object_list.append(box[0])

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import _group
+import mpicoll as _m
+
 from . import _collectives as _c
 from . import _p2p
 from ._face import ReduceOp
@@ -96,7 +97,7 @@ def scatter(tensor: Any, tensor_or_tensor_list: Any = None, src: int = 0, group:
 
     Read on ``src`` only; elsewhere ignored, whatever its type."""
     _check("scatter", sync_op, use_calc_stream)
-    if src != _group.get_rank():
+    if src != _m.get_rank():
         tensor_or_tensor_list = None  # the stream form ignores it silently
     return _c.scatter(tensor, tensor_or_tensor_list, src, group, sync_op)
 

@@ -218,6 +218,6 @@ class MpicollProcessGroup(dist.ProcessGroup):
             mpicoll.destroy_process_group(self._group)
 
     def abort(self) -> None:
-        from mpi4py import MPI
+        from .._mpi import MPI
 
         MPI.COMM_WORLD.Abort(1)
