@@ -22,13 +22,13 @@ _LAZY = {
                     "._collectives.objects"),
     **dict.fromkeys(["P2POp", "batch_isend_irecv", "irecv", "isend", "recv", "send"],
                     "._collectives.p2p"),
-    "ReduceOp": "._collectives.reduce_op",
+    **dict.fromkeys(["ReduceOp", "supports_complex"], "._collectives.reduce_op"),
     **dict.fromkeys(["reduce_scatter", "reduce_scatter_single", "reduce_scatter_tensor"],
                     "._collectives.reduce_scatter"),
     **dict.fromkeys(["broadcast", "gather", "reduce", "scatter"], "._collectives.rooted"),
     **dict.fromkeys(["GroupMember", "ProcessGroup", "group"], "._group"),
-    **dict.fromkeys(["destroy_process_group", "get_backend", "get_global_rank",
-                     "get_group_rank", "get_node_local_rank", "get_pg_count",
+    **dict.fromkeys(["default_pg_timeout", "destroy_process_group", "get_backend",
+                     "get_global_rank", "get_group_rank", "get_node_local_rank", "get_pg_count",
                      "get_process_group_ranks", "get_rank", "get_world_size",
                      "init_process_group", "is_available", "is_initialized", "new_group",
                      "new_subgroups", "new_subgroups_by_enumeration", "split_group"],
@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and readers
         send_object_list,
     )
     from ._collectives.p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
-    from ._collectives.reduce_op import ReduceOp
+    from ._collectives.reduce_op import ReduceOp, supports_complex
     from ._collectives.reduce_scatter import (
         reduce_scatter,
         reduce_scatter_single,
@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and readers
     from ._collectives.rooted import broadcast, gather, reduce, scatter
     from ._group import GroupMember, ProcessGroup, group
     from ._groups import (
+        default_pg_timeout,
         destroy_process_group,
         get_backend,
         get_global_rank,
@@ -102,6 +103,7 @@ __all__ = [
     "batch_isend_irecv",
     "broadcast",
     "broadcast_object_list",
+    "default_pg_timeout",
     "destroy_process_group",
     "gather",
     "gather_object",
@@ -134,7 +136,37 @@ __all__ = [
     "send",
     "send_object_list",
     "split_group",
+    "supports_complex",
 ]
+
+
+# torch.distributed's public names (distributed_c10d.__all__) that mpicoll leaves out, and
+# why; tests/test_torch_complete.py checks that every other one exists here with torch's
+# signature.
+_PLUMBING = ("torch's backend plumbing (process-group options, stores, backend registry): "
+             "to run torch.distributed itself over MPI, use the mpicoll.torch backend")
+_AVAILABILITY = ("asks which backends this torch build has; torch answers it, and "
+                 "torch.distributed.is_backend_available('mpicoll') once mpicoll.torch is "
+                 "imported")
+NOT_PROVIDED: dict[str, str] = {
+    **dict.fromkeys(["AllToAllOptions", "AllreduceCoalescedOptions", "AllreduceOptions",
+                     "Backend", "BackendConfig", "BarrierOptions", "BroadcastOptions",
+                     "GatherOptions", "GroupName", "PrefixStore", "ProcessGroupGloo",
+                     "ReduceOptions", "ReduceScatterOptions", "ScatterOptions", "Store",
+                     "get_backend_config", "get_default_backend_for_device"], _PLUMBING),
+    **dict.fromkeys(["is_backend_available", "is_gloo_available", "is_mpi_available",
+                     "is_nccl_available", "is_ucc_available", "is_xccl_available"],
+                    _AVAILABILITY),
+    "is_torchelastic_launched": "tells whether torchrun started the process; mpicoll's "
+                                "processes are started by mpiexec or srun",
+    "DebugLevel": "torch's TORCH_DISTRIBUTED_DEBUG levels; mpicoll's equivalent of DETAIL's "
+                  "collective checks is MPICOLL_CHECK=1",
+    "get_debug_level": "see DebugLevel",
+    "reduce_op": "deprecated by torch since 1.x in favour of ReduceOp, which mpicoll has",
+    "shrink_group": "removes failed ranks from a live group (NCCL fault tolerance); an MPI "
+                    "communicator cannot lose ranks without ULFM, which the MPI wheels lack",
+    "record_comm": "a torch profiling hook for its own backends' communication",
+}
 
 
 def __getattr__(name: str) -> Any:

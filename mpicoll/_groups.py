@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from typing import Any
 
+from ._env import DEFAULT_TIMEOUT
 from ._group import (
     NON_GROUP_MEMBER,
     ProcessGroup,
@@ -280,3 +282,7 @@ def get_node_local_rank(fallback_rank: int | None = None) -> int:
 def is_available() -> bool:
     """Whether the distributed package is available: True (MPI is)."""
     return True
+
+
+# torch's default collective timeout, and mpicoll's watchdog's (MPICOLL_TIMEOUT)
+default_pg_timeout = timedelta(seconds=DEFAULT_TIMEOUT)

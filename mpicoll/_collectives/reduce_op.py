@@ -118,6 +118,7 @@ def nan_op(maximum: bool) -> Any:
     reduce with this user-defined, commutative operation instead.
     """
     import numpy as np
+
     from .._mpi import MPI
 
     ufunc = np.maximum if maximum else np.minimum
@@ -179,3 +180,10 @@ def op_name(op: Any) -> str:
         return as_reduce_op(op, "")[0].name
     except ValueError:
         return repr(op)
+
+
+def supports_complex(reduceOp: Any) -> bool:
+    """Whether ``reduceOp`` reduces complex tensors here: SUM, AVG, PRODUCT and PREMUL_SUM
+    do (torch also refuses PRODUCT; MPI's MPI_PROD multiplies complex numbers)."""
+    rop, _ = as_reduce_op(reduceOp, "supports_complex")
+    return rop in (ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT, ReduceOp.PREMUL_SUM)

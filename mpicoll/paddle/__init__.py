@@ -144,9 +144,14 @@ NOT_PROVIDED: dict[str, str] = {
 def gloo_init_parallel_env(rank_id: int, rank_num: int, server_endpoint: str) -> None:
     """Paddle's CPU (gloo) initialisation: here MPI's, which must agree with
     ``rank_id`` and ``rank_num``; ``server_endpoint`` is unused (MPI's launcher
-    connects the processes)."""
-    
-    _m.init_process_group(world_size=rank_num, rank=rank_id)
+    connects the processes). It may be called again, and after
+    :func:`init_parallel_env`, as Paddle's may."""
+    init_parallel_env()
+    for arg, got, mpis in (("rank_num", rank_num, get_world_size()), ("rank_id", rank_id,
+                                                                      get_rank())):
+        if got != mpis:
+            raise ValueError(f"gloo_init_parallel_env: {arg} must match MPI's: expected "
+                             f"{mpis}, got {got!r} (mpicoll takes the world from mpiexec)")
 
 
 def gloo_barrier() -> None:
