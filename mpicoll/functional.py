@@ -18,14 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _group
+import mpicoll as _m
+
 from ._adapter.alloc import empty as _empty
-from ._collectives import all_gather as _ag
-from ._collectives import all_reduce as _ar
-from ._collectives import all_to_all as _a2a
-from ._collectives import reduce_scatter as _rs
-from ._collectives import rooted as _rooted
-from ._collectives.objects import call as _call
 from ._collectives.reduce_op import ReduceOp
 
 __all__ = ["all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all",
@@ -51,15 +46,13 @@ def _copy(x: Any) -> tuple[Any, Any]:
     return out, wrap
 
 
-def _member(group: Any, op: str) -> Any:
-    pg = _group.resolve(group, op)
-    if pg is None:
-        raise ValueError(f"{op}: this rank is not a member of group")
-    return pg
-
-
 def _size(group: Any, op: str) -> int:
-    return _member(group, op).size()
+    """The size of ``group``; ValueError on a rank outside it (there is no result to
+    return there)."""
+    n = _m.get_world_size(group)
+    if n < 0:
+        raise ValueError(f"{op}: this rank is not a member of group")
+    return n
 
 
 def _views(flat: Any, shapes: list[tuple[int, ...]]) -> list[Any]:
@@ -75,7 +68,7 @@ def _views(flat: Any, shapes: list[tuple[int, ...]]) -> list[Any]:
 def all_reduce(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """A new array: the reduction of ``input`` over ``group``. Call on every rank."""
     out, wrap = _copy(input)
-    _ar.all_reduce(out, op, group)
+    _m.all_reduce(out, op, group)
     return _done(out, wrap)
 
 
@@ -83,7 +76,7 @@ def broadcast(input: Any, src: int | None = None, group: Any = None,
               group_src: int | None = None) -> Any:
     """A new array holding the source rank's ``input`` (same shape on every rank)."""
     out, wrap = _copy(input)
-    _rooted.broadcast(out, src, group, False, group_src)
+    _m.broadcast(out, src, group, False, group_src)
     return _done(out, wrap)
 
 
@@ -91,7 +84,7 @@ def reduce(input: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: An
            group_dst: int | None = None) -> Any:
     """A new array: the reduction on the destination, a copy of ``input`` elsewhere."""
     out, wrap = _copy(input)
-    _rooted.reduce(out, dst, op, group, False, group_dst)
+    _m.reduce(out, dst, op, group, False, group_dst)
     return _done(out, wrap)
 
 
@@ -101,21 +94,20 @@ def all_gather_into_tensor(input: Any, group: Any = None, stacked: bool = False)
     s = _shape(input)
     shape = (n, *s) if stacked or not s else (n * s[0], *s[1:])
     out, wrap = _empty(input, shape)
-    _ag.all_gather_into_tensor(out, input, group)
+    _m.all_gather_into_tensor(out, input, group)
     return _done(out, wrap)
 
 
 def all_gather(input: Any, group: Any = None) -> list[Any]:
     """Every rank's ``input`` as a list; shapes may differ per rank (negotiated)."""
-    pg = _member(group, "all_gather")
-    # one small exchange of shapes, watched like every mpicoll call
-    shapes = _call("all_gather", pg, pg.comm.allgather, _shape(input))
+    shapes: list[Any] = [None] * _size(group, "all_gather")
+    _m.all_gather_object(shapes, _shape(input), group)  # one small exchange of shapes
     if len({len(s) for s in shapes}) > 1 or len({s[1:] for s in shapes}) > 1:
         raise ValueError(f"all_gather: inputs must agree in every dimension but the first: "
                          f"got shapes {shapes}")
     flat, wrap = _empty(input, (sum(math.prod(s) for s in shapes),))
     outs = _views(flat, shapes)  # adjacent views of one buffer: gathered without an unpack
-    _ag.all_gather(outs, input, group)
+    _m.all_gather(outs, input, group)
     return outs if wrap is None else _views(wrap(flat), shapes)
 
 
@@ -127,19 +119,19 @@ def reduce_scatter_tensor(input: Any, op: Any = ReduceOp.SUM, group: Any = None)
         raise ValueError(f"reduce_scatter_tensor: dim 0 of input must be divisible by the "
                          f"group size {n}, got shape {s}")
     out, wrap = _empty(input, (s[0] // n, *s[1:]))
-    _rs.reduce_scatter_tensor(out, input, op, group)
+    _m.reduce_scatter_tensor(out, input, op, group)
     return _done(out, wrap)
 
 
 def reduce_scatter(input_list: list[Any], op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """The reduction of every rank's ``input_list[rank]`` (sizes may differ per index)."""
-    pg = _member(group, "reduce_scatter")
-    if not isinstance(input_list, (list, tuple)) or len(input_list) != pg.size():
+    n = _size(group, "reduce_scatter")
+    if not isinstance(input_list, (list, tuple)) or len(input_list) != n:
         raise ValueError(f"reduce_scatter: input_list must have one tensor per rank: "
-                         f"expected {pg.size()}")
-    mine = input_list[pg.rank()]
+                         f"expected {n}")
+    mine = input_list[_m.get_rank(group)]
     out, wrap = _empty(mine, _shape(mine))
-    _rs.reduce_scatter(out, list(input_list), op, group)
+    _m.reduce_scatter(out, list(input_list), op, group)
     return _done(out, wrap)
 
 
@@ -164,11 +156,11 @@ def all_to_all_single(input: Any, output_split_sizes: list[int] | None = None,
             raise ValueError(f"all_to_all_single: input_split_sizes must have one entry per "
                              f"rank: expected {n} entries, got {sizes.size}")
         got = np.empty(n, dtype=np.int64)
-        _a2a.all_to_all_single(got, sizes, group=group)
+        _m.all_to_all_single(got, sizes, group=group)
         output_split_sizes = [int(v) for v in got]
     rows = sum(output_split_sizes) if output_split_sizes is not None else s[0]
     out, wrap = _empty(input, (rows, *s[1:]))
-    _a2a.all_to_all_single(out, input, output_split_sizes, input_split_sizes, group)
+    _m.all_to_all_single(out, input, output_split_sizes, input_split_sizes, group)
     result = _done(out, wrap)
     return (result, output_split_sizes) if negotiated else result
 
@@ -178,13 +170,17 @@ def all_to_all(input_tensor_list: list[Any], group: Any = None) -> list[Any]:
 
     Shapes may differ per peer: they are negotiated with one small all-to-all.
     """
-    pg = _member(group, "all_to_all")
-    if not isinstance(input_tensor_list, (list, tuple)) or len(input_tensor_list) != pg.size():
+    n = _size(group, "all_to_all")
+    if not isinstance(input_tensor_list, (list, tuple)) or len(input_tensor_list) != n:
         raise ValueError(f"all_to_all: input_tensor_list must have one tensor per rank: "
-                         f"expected {pg.size()}")
-    shapes = _call("all_to_all", pg, pg.comm.alltoall, [_shape(t) for t in input_tensor_list])
+                         f"expected {n}")
+    # one small exchange of shapes: every rank's list, of which this rank reads its column
+    table: list[Any] = [None] * n
+    _m.all_gather_object(table, [_shape(t) for t in input_tensor_list], group)
+    me = _m.get_rank(group)
+    shapes = [row[me] for row in table]
     like = input_tensor_list[0]
     flat, wrap = _empty(like, (sum(math.prod(s) for s in shapes),))
     outs = _views(flat, shapes)
-    _a2a.all_to_all(outs, list(input_tensor_list), group)
+    _m.all_to_all(outs, list(input_tensor_list), group)
     return outs if wrap is None else _views(wrap(flat), shapes)
