@@ -27,10 +27,12 @@ _LAZY = {
                     "._collectives.reduce_scatter"),
     **dict.fromkeys(["broadcast", "gather", "reduce", "scatter"], "._collectives.rooted"),
     **dict.fromkeys(["GroupMember", "ProcessGroup", "group"], "._group"),
-    **dict.fromkeys(["default_pg_timeout", "destroy_process_group", "get_backend",
-                     "get_global_rank", "get_group_rank", "get_node_local_rank", "get_pg_count",
+    **dict.fromkeys(["default_pg_timeout", "get_node_local_rank", "is_available"],
+                    "._process"),
+    **dict.fromkeys(["destroy_process_group", "get_backend",
+                     "get_global_rank", "get_group_rank", "get_pg_count",
                      "get_process_group_ranks", "get_rank", "get_world_size",
-                     "init_process_group", "is_available", "is_initialized", "new_group",
+                     "init_process_group", "is_initialized", "new_group",
                      "new_subgroups", "new_subgroups_by_enumeration", "split_group"],
                     "._groups"),
     **dict.fromkeys(["all_gather_coalesced", "all_reduce_coalesced"],
@@ -62,24 +64,22 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and readers
     from ._collectives.rooted import broadcast, gather, reduce, scatter
     from ._group import GroupMember, ProcessGroup, group
     from ._groups import (
-        default_pg_timeout,
         destroy_process_group,
         get_backend,
         get_global_rank,
         get_group_rank,
-        get_node_local_rank,
         get_pg_count,
         get_process_group_ranks,
         get_rank,
         get_world_size,
         init_process_group,
-        is_available,
         is_initialized,
         new_group,
         new_subgroups,
         new_subgroups_by_enumeration,
         split_group,
     )
+    from ._process import default_pg_timeout, get_node_local_rank, is_available
     from ._work import Work
 
 __version__ = "0.1.0"

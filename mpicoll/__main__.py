@@ -23,10 +23,11 @@ def _version(dist: str) -> str | None:
 def info() -> list[tuple[str, str]]:
     """The facts ``info`` prints, as (label, value) pairs."""
     import mpi4py
-    from ._mpi import MPI
 
     import mpicoll
     from mpicoll._adapter.device import gpu_aware
+
+    from ._mpi import MPI
 
     rows = [("mpicoll", mpicoll.__version__), ("mpi4py", mpi4py.__version__),
             ("MPI library", MPI.Get_library_version().splitlines()[0].strip()),

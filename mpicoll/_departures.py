@@ -58,9 +58,8 @@ def announce(status: int | None) -> None:
     if _ctrl is None or _announced:
         return
     _announced = True
-    from ._mpi import MPI
-
     from ._group import all_groups
+    from ._mpi import MPI
 
     me = _ctrl.Get_rank()
     groups = all_groups()
@@ -110,9 +109,8 @@ def poll(now: float) -> None:
 def _answer_queries() -> None:
     """Tell peers whose operation timed out how many collectives this rank issued on
     the group they ask about (None if it has no such group)."""
-    from ._mpi import MPI
-
     from ._group import all_groups
+    from ._mpi import MPI
 
     status = MPI.Status()
     while True:

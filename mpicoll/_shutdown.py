@@ -81,9 +81,8 @@ def drain() -> None:
 
 
 def at_exit() -> None:
-    from ._mpi import MPI
-
     from . import _departures
+    from ._mpi import MPI
     from ._watchdog import watchdog
 
     if os.getpid() != _pid or MPI.Is_finalized():

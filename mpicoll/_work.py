@@ -12,9 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ._mpi import MPI
-
 from ._env import as_seconds
+from ._mpi import MPI
 from ._watchdog import _summarise, timeout_for, watchdog
 from .errors import CollectiveTimeout, MPIError, torch_flavoured
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._mpi import MPI
-
 from .. import _departures
 from .._checkmode import verify
 from .._env import settings as _settings
+from .._mpi import MPI
 from .._work import Work, mpi_error, wait_requests
 from . import _large
 

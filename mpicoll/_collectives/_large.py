@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from .._mpi import MPI
 
 from .. import _tags
+from .._mpi import MPI
 
 INT_MAX = 2**31 - 1
 CHUNK = 1 << 30

@@ -5,9 +5,9 @@ from __future__ import annotations
 from itertools import accumulate
 
 import numpy as np
-from .._mpi import MPI
 
 from .._adapter import Buffer
+from .._mpi import MPI
 
 
 def displs(counts: list[int]) -> list[int]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from .._mpi import MPI
 
 from .._adapter import Buffer
 from .._adapter.dtypes import mpi_datatype, narrow_into, widen
+from .._mpi import MPI
 from .reduce_op import Plan
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from .._mpi import MPI
 
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
+from .._mpi import MPI
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _validate

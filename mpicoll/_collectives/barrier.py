@@ -6,11 +6,11 @@ import time
 from typing import Any
 
 import numpy as np
-from .._mpi import MPI
 
 from .. import _tags
 from .._env import DEFAULT_TIMEOUT, as_seconds
 from .._group import resolve
+from .._mpi import MPI
 from .._work import Work, test_until
 from ..errors import CollectiveTimeout, torch_flavoured
 from ._call import issue

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._mpi import MPI
-
 from .. import _departures, _tags
 from .._checkmode import verify
 from .._env import settings as _settings
 from .._group import ProcessGroup, resolve
+from .._mpi import MPI
 from .._watchdog import timeout_for, watchdog
 from .._work import mpi_error
 from ..errors import ArgumentTypeError as _Type

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._mpi import MPI
-
 from .. import _departures, _tags
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._group import ProcessGroup, resolve
+from .._mpi import MPI
 from .._work import Work, mpi_error
 from ..errors import ArgumentTypeError as _Type
 from ..errors import ArgumentValueError as _Value

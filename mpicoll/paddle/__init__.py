@@ -48,14 +48,11 @@ one rank are not members of themselves); ``irecv``/``recv`` accept
 
 from __future__ import annotations
 
-import mpicoll as _m
-
 from . import stream
+from ._alltoall import alltoall, alltoall_single
 from ._collectives import (
     all_gather,
     all_reduce,
-    alltoall,
-    alltoall_single,
     barrier,
     broadcast,
     gather,
@@ -67,7 +64,6 @@ from ._collectives import (
 from ._face import ReduceOp
 from ._groups import (
     Group,
-    ParallelEnv,
     destroy_process_group,
     get_backend,
     get_group,
@@ -86,6 +82,7 @@ from ._objects import (
     send_object_list,
 )
 from ._p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
+from ._process import ParallelEnv, gloo_barrier, gloo_init_parallel_env, gloo_release
 
 __all__ = [
     "Group",
@@ -139,28 +136,6 @@ NOT_PROVIDED: dict[str, str] = {
     "spawn": "starts processes; mpicoll's processes are started by mpiexec/srun",
     "launch": "Paddle's launcher; use mpiexec/srun",
 }
-
-
-def gloo_init_parallel_env(rank_id: int, rank_num: int, server_endpoint: str) -> None:
-    """Paddle's CPU (gloo) initialisation: here MPI's, which must agree with
-    ``rank_id`` and ``rank_num``; ``server_endpoint`` is unused (MPI's launcher
-    connects the processes). It may be called again, and after
-    :func:`init_parallel_env`, as Paddle's may."""
-    init_parallel_env()
-    for arg, got, mpis in (("rank_num", rank_num, get_world_size()), ("rank_id", rank_id,
-                                                                      get_rank())):
-        if got != mpis:
-            raise ValueError(f"gloo_init_parallel_env: {arg} must match MPI's: expected "
-                             f"{mpis}, got {got!r} (mpicoll takes the world from mpiexec)")
-
-
-def gloo_barrier() -> None:
-    """A barrier of the global group (Paddle's gloo barrier)."""
-    barrier()
-
-
-def gloo_release() -> None:
-    """Paddle releases its gloo context here; MPI's communicators live on: nothing to do."""
 
 
 def __dir__() -> list[str]:

@@ -57,25 +57,38 @@ def scatter_object_list(out_object_list: list[Any], in_object_list: list[Any] | 
     out_object_list.append(box[0])
 
 
+def _not_empty(name: str, object_list: Any) -> None:
+    """Paddle refuses an empty (or None) object_list before anything else."""
+    if object_list is None or len(object_list) == 0:
+        raise ValueError(f"{name}: object_list cannot be None or empty: expected a list of "
+                         f"one or more objects, got {object_list!r}")
+
+
 def send_object_list(object_list: list[Any], dst: int | None = None, group: Any = None,
                      dst_in_group: int | None = None) -> None:
     """Send the picklable objects of ``object_list`` to global rank ``dst`` (or group
-    rank ``dst_in_group``); the receiver's list must have the same length
-    (:func:`mpicoll.send_object_list`)."""
+    rank ``dst_in_group``; neither: global rank 0, as in Paddle); the receiver's list
+    must have the same length (:func:`mpicoll.send_object_list`)."""
+    _not_empty("send_object_list", object_list)
     pg = pg_of(group)
     if not member(pg):
         return
+    if dst is None and dst_in_group is None:
+        dst = 0
     call("send_object_list", _m.send_object_list, object_list, dst, group=pg,
          group_dst=dst_in_group)
 
 
 def recv_object_list(object_list: list[Any], src: int | None = None, group: Any = None,
                      src_in_group: int | None = None) -> int | None:
-    """Receive objects from global rank ``src`` (or group rank ``src_in_group``; None:
-    any source) into ``object_list``, in place; returns the sender's global rank
-    (:func:`mpicoll.recv_object_list`)."""
+    """Receive objects from global rank ``src`` (or group rank ``src_in_group``; with
+    neither, global rank 0, as in Paddle) into ``object_list``, in place; returns the
+    sender's global rank (:func:`mpicoll.recv_object_list`)."""
+    _not_empty("recv_object_list", object_list)
     pg = pg_of(group)
     if not member(pg):
         return None
+    if src is None and src_in_group is None:
+        src = 0
     return call("recv_object_list", _m.recv_object_list, object_list, src, group=pg,
                 group_src=src_in_group)

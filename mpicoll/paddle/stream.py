@@ -11,12 +11,13 @@ concatenated along axis 0), as Paddle does.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import mpicoll as _m
 
+from . import _alltoall, _p2p
 from . import _collectives as _c
-from . import _p2p
 from ._face import ReduceOp
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def alltoall(out_tensor_or_tensor_list: Any, in_tensor_or_tensor_list: Any, grou
              sync_op: bool = True, use_calc_stream: bool = False) -> Work | None:
     """All-to-all of two lists (one tensor per rank) or two tensors (split on axis 0)."""
     _check("alltoall", sync_op, use_calc_stream)
-    return _c.alltoall(out_tensor_or_tensor_list, in_tensor_or_tensor_list, group, sync_op)
+    return _alltoall.alltoall(out_tensor_or_tensor_list, in_tensor_or_tensor_list, group, sync_op)
 
 
 def alltoall_single(out_tensor: Any, in_tensor: Any, out_split_sizes: list[int] | None = None,
@@ -58,7 +59,7 @@ def alltoall_single(out_tensor: Any, in_tensor: Any, out_split_sizes: list[int] 
                     sync_op: bool = True, use_calc_stream: bool = False) -> Work | None:
     """All-to-all of rows; note the stream form's order: ``out_split_sizes`` first."""
     _check("alltoall_single", sync_op, use_calc_stream)
-    return _c.alltoall_single(out_tensor, in_tensor, in_split_sizes, out_split_sizes, group,
+    return _alltoall.alltoall_single(out_tensor, in_tensor, in_split_sizes, out_split_sizes, group,
                               sync_op)
 
 
@@ -95,10 +96,13 @@ def scatter(tensor: Any, tensor_or_tensor_list: Any = None, src: int = 0, group:
             sync_op: bool = True, use_calc_stream: bool = False) -> Work | None:
     """Send part j of global rank ``src``'s list or tensor (split on axis 0) to rank j.
 
-    Read on ``src`` only; elsewhere ignored, whatever its type."""
+    Read on ``src`` only; elsewhere ignored (with a warning), whatever its type."""
     _check("scatter", sync_op, use_calc_stream)
     if src != _m.get_rank():
-        tensor_or_tensor_list = None  # the stream form ignores it silently
+        if tensor_or_tensor_list is not None:  # Paddle warns, and ignores it
+            warnings.warn("scatter: tensor_or_tensor_list is meaningless on a rank that is "
+                          "not src and is ignored", stacklevel=2)
+        tensor_or_tensor_list = None
     return _c.scatter(tensor, tensor_or_tensor_list, src, group, sync_op)
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 # the 3.x API, then the two functions whose positional order differs are redefined
 from . import *  # noqa: F403
 from . import __all__ as __all__  # the same names
-from ._collectives import _alltoall, _alltoall_single
+from ._alltoall import _alltoall, _alltoall_single
 from ._face import HINT_2X
 
 if TYPE_CHECKING:

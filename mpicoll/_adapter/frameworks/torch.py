@@ -26,7 +26,8 @@ def dtype_name(t: torch.Tensor) -> str:
     return str(t.dtype)[6:]
 
 
-def view_of(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[np.ndarray, str, Any, str]:
+def view_of(t: torch.Tensor, writable: bool, op: str,
+            name: str) -> tuple[np.ndarray, str, Any, str]:
     """A numpy view of ``t``'s own memory (any strides), its dtype name, a write-back
     hook for outputs whose memory the view cannot reach, and ``t``'s device."""
     try:
