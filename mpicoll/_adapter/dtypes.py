@@ -39,14 +39,21 @@ def carrier_for(itemsize: int) -> np.dtype:
 @cache
 def mpi_datatype(np_dtype: np.dtype):  # -> MPI.Datatype
     """The predefined MPI datatype for a host carrier dtype (reductions need one)."""
-    from .._mpi import MPI
+    dt = _DATATYPES.get(np_dtype)  # per call: one dict lookup
+    if dt is None:
+        from .._mpi import MPI
 
-    if np_dtype == np.bool_:
-        return MPI.UINT8_T
-    dt = MPI._typedict.get(np_dtype.char)
-    if dt is None or dt == MPI.DATATYPE_NULL:  # not in this MPI: move as opaque bytes
-        dt = MPI.BYTE.Create_contiguous(np_dtype.itemsize).Commit()
+        if np_dtype == np.bool_:
+            dt = MPI.UINT8_T
+        else:
+            dt = MPI._typedict.get(np_dtype.char)
+            if dt is None or dt == MPI.DATATYPE_NULL:  # not in this MPI: opaque bytes
+                dt = MPI.BYTE.Create_contiguous(np_dtype.itemsize).Commit()
+        _DATATYPES[np_dtype] = dt
     return dt
+
+
+_DATATYPES: dict[np.dtype, object] = {}
 
 
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:

@@ -44,9 +44,11 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     if async_op:
         return Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group,
                     seq=seq)
-    # blocking: Work.wait's wait, without making a Work
+    # blocking: Work.wait's wait, without making a Work; a request complete at once (a
+    # small message whose peers were there) needs no watching
     try:
-        wait_requests([req], op, group, seq, args)
+        if not req.Test():
+            wait_requests([req], op, group, seq, args)
     except MPI.Exception as e:
         raise mpi_error(op, e, args) from e
     if finalize is not None:
