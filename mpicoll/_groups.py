@@ -70,6 +70,7 @@ def destroy_process_group(group: Any = None) -> None:
         _State.groups.clear()
         _State.wrapped.clear()
         _State.default = None
+        _State.created = 0
         _State.explicit = False
         return
     if group is NON_GROUP_MEMBER:
@@ -209,44 +210,45 @@ def new_subgroups_by_enumeration(ranks_per_subgroup_list: list[list[int]], timeo
 def split_group(parent_pg: Any = None, split_ranks: list[list[int]] | None = None,
                 timeout: Any = None, pg_options: Any = None, group_desc: str | None = None,
                 backend: Any = None) -> ProcessGroup | None:
-    """Split ``parent_pg`` (WORLD if None) into disjoint groups of the global ranks
-    listed in ``split_ranks``, with one MPI_Comm_split; returns this rank's group,
-    None if it is in no list. Call it on every rank of ``parent_pg``."""
+    """Split ``parent_pg`` (WORLD if None) into disjoint groups of the ranks listed in
+    ``split_ranks`` — ranks *of the parent group*, each list taken in sorted order, as
+    torch — with one MPI_Comm_split; returns this rank's group, None if it is in no
+    list. Call it on every rank of ``parent_pg``."""
     name = "split_group"
     parent = resolve(parent_pg, name)
     if parent is None:
         return None
     if not split_ranks:
-        raise _Value(name, "missing", "{arg} must be a non-empty list of lists of global "
-                     "ranks, got {got!r}", {"arg": "split_ranks"}, got=split_ranks)
+        raise _Value(name, "missing", "{arg} must be a non-empty list of lists of ranks of "
+                     "parent_pg, got {got!r}", {"arg": "split_ranks"}, got=split_ranks)
     color = None
     seen: set[int] = set()
     for i, ranks in enumerate(split_ranks):
         for r in ranks:
-            if r not in parent.ranks:
-                raise _Value(name, "not_in_group", "{arg} names rank {got}, which is not in "
-                             "the parent group (global ranks {expected})",
-                             {"arg": "split_ranks"}, got=r, expected=parent.ranks)
+            if r not in range(parent.nranks):
+                raise _Value(name, "not_in_group", "{arg} names rank {got}, which is not a "
+                             "rank of the parent group (group ranks 0 to {expected})",
+                             {"arg": "split_ranks"}, got=r, expected=parent.nranks - 1)
             if r in seen:
                 raise _Value(name, "overlap", "{arg} must be disjoint: rank {got} appears "
                              "twice", {"arg": "split_ranks"}, got=r)
             seen.add(r)
-        if parent.ranks[parent.my_rank] in ranks:
+        if parent.my_rank in ranks:
             color = i
     MPI = mpi()
-    me = parent.ranks[parent.my_rank]
-    key = split_ranks[color].index(me) if color is not None else 0
     _State.created += 1
-    comm = parent.comm.Split(MPI.UNDEFINED if color is None else color, key)
+    # key = parent group rank: the new group's ranks follow the sorted list
+    comm = parent.comm.Split(MPI.UNDEFINED if color is None else color, parent.my_rank)
     if color is None:
         return None
-    pg = ProcessGroup(comm, list(split_ranks[color]), name=str(_State.created),
-                      desc=group_desc or "", timeout=timeout)
+    pg = ProcessGroup(comm, [parent.ranks[r] for r in sorted(split_ranks[color])],
+                      name=str(_State.created), desc=group_desc or "", timeout=timeout)
     _State.groups.append(pg)
     return pg
 
 
 def get_pg_count() -> int:
-    """Number of live process groups of this process, WORLD included."""
-    live = [pg for pg in _State.groups if pg.comm is not None]
-    return len(live) + (_State.default is not None)
+    """Number of process groups made since the default group was (WORLD included), as
+    torch counts them: every new_group/split_group call, member or not; destroying one
+    group does not lower it, destroying them all (``destroy_process_group()``) resets it."""
+    return (_State.default is not None) + _State.created
