@@ -16,7 +16,7 @@ OMPI    := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 export MPIEXEC
 
 .PHONY: venv example test test-lane test-mpich test-openmpi test-multihost test-large \
-        bench docs clean
+        bench bench-overhead docs clean
 
 venv: $(VENV)/.installed
 
@@ -70,6 +70,14 @@ bench: venv
 	timeout 2400 $(MPIEXEC) -n 2 $(PY) -m mpicoll.bench --out bench-results/np2.json
 	timeout 2400 $(MPIEXEC) -n 4 $(PY) -m mpicoll.bench --out bench-results/np4.json
 	$(PY) -m mpicoll.bench plot bench-results/np2.json bench-results/np4.json --out docs/img
+
+## Per-call cost over raw mpi4py (issue 13): world size 1 (no peer to wait for), then 2
+## ranks (lists of two tensors); instructions per call too where valgrind is installed.
+bench-overhead: venv
+	mkdir -p bench-results
+	timeout 1800 $(MPIEXEC) -n 1 $(PY) -m mpicoll.bench overhead \
+		$(if $(shell command -v valgrind),--callgrind) --out bench-results/overhead-np1.json
+	timeout 900 $(MPIEXEC) -n 2 $(PY) -m mpicoll.bench overhead --out bench-results/overhead-np2.json
 
 docs: venv
 	$(PY) -m pip install -q -r docs/requirements.txt
