@@ -104,9 +104,29 @@ def _dlpack_view(x: Any, writable: bool, op: str, name: str) -> View:
 _HANDLERS: dict[type, Callable[[Any, bool, str, str], View]] = {}
 
 
+# Exact type -> the hook's ``quick``: its memory as a plain numpy array, or None
+_QUICKERS: dict[type, Callable[[Any], np.ndarray | None]] = {}
+
+
+def quick_array(x: Any) -> np.ndarray | None:
+    """``x``'s memory as a C-contiguous, writable numpy array of a plain dtype when it
+    is one without staging or conversion (numpy arrays; CPU torch tensors once one has
+    been seen by :func:`as_buffer`); else None, and :func:`as_buffer` is the way."""
+    if type(x) is np.ndarray:
+        a = x
+    else:
+        q = _QUICKERS.get(type(x))
+        a = q(x) if q is not None else None
+        if a is None:
+            return None
+    f = a.flags
+    return a if f.c_contiguous and f.writeable else None
+
+
 def _handler(x: Any, op: str, name: str) -> Callable[[Any, bool, str, str], View]:
     if detect.is_torch_tensor(x):
         h = hooks("torch").view_of
+        _QUICKERS[type(x)] = hooks("torch").quick
     elif detect.is_paddle_tensor(x):
         h = hooks("paddle").view_of
     elif detect.is_cupy_array(x):
@@ -156,8 +176,9 @@ def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tens
 
 
 # dtypes whose view MPI takes as it is (bool is carried as uint8, ml_dtypes as bytes)
-_PLAIN = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                    "float16", "float32", "float64", "complex64", "complex128"})
+PLAIN = _PLAIN = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                            "uint64", "float16", "float32", "float64", "complex64",
+                            "complex128"})
 
 _NAMES: dict[np.dtype, str] = {}
 _frameworks: dict[str, Any] = {}

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _departures
+from .._adapter.buffer import quick_array as _quick_array
 from .._checkmode import verify
 from .._env import settings as _settings
 from .._mpi import MPI
@@ -54,6 +55,31 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     if finalize is not None:
         finalize()
     return None
+
+
+def quick(op: str, group: Any, method: str, args: tuple) -> None:
+    """:func:`issue` for the common blocking call that needs nothing after the data
+    arrives and no checked mode: the same numbering, departure check and wait, and
+    ``method`` is already the nonblocking name (``"Iallreduce"``)."""
+    seq = group.seq = group.seq + 1
+    if _departures.left:
+        _departures.check(op, group, seq)
+    try:
+        req = getattr(group.comm, method)(*args)
+        if not req.Test():
+            wait_requests([req], op, group, seq, args)
+    except MPI.Exception as e:
+        raise mpi_error(op, e, args) from e
+
+
+def quick_array(tensor: Any) -> Any:
+    """The numpy array over ``tensor``'s memory when the call can take :func:`quick`'s
+    path (contiguous, writable, plain dtype, no staging; counts that fit an int; checked
+    mode off); else None."""
+    a = _quick_array(tensor)
+    if a is None or a.size > _large.INT_MAX or _settings().check:
+        return None
+    return a
 
 
 def next_seq(op: str, group: Any) -> int:

@@ -7,12 +7,13 @@ from typing import Any
 import numpy as np
 
 from .._adapter import as_buffer
+from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
-from ._call import issue
+from ._call import issue, quick, quick_array
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -28,11 +29,22 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
     if pg is None:
         return None
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
+    if not async_op:
+        a = quick_array(tensor)
+        dt = _QUICK.get(a.dtype) if a is not None else None
+        if dt is not None:
+            quick(name, pg, "Ibcast", ([a, dt], root))
+            return None
     buf = as_buffer(tensor, writable=pg.my_rank != root, op=name, name="tensor")
     arr = buf.array
+    if buf.dtype in PLAIN:
+        _QUICK[arr.dtype] = mpi_datatype(arr.dtype)
     return issue(name, pg, "Bcast", ([arr, mpi_datatype(arr.dtype)], root), buf.commit_hook,
                  async_op, [tensor],
                  sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "root": root})
+
+
+_QUICK: dict[Any, Any] = {}  # numpy dtype -> MPI datatype, for broadcast's quick path
 
 
 def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,

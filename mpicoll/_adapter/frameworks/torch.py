@@ -105,3 +105,16 @@ def writeback(t: torch.Tensor, result: np.ndarray) -> None:
 def empty(t: Any, shape: tuple[int, ...]) -> torch.Tensor:
     """A new tensor of ``t``'s dtype and device."""
     return torch.empty(shape, dtype=t.dtype, device=t.device)
+
+
+_COMPLEX = (torch.complex64, torch.complex128)
+
+
+def quick(t: torch.Tensor) -> np.ndarray | None:
+    """``t``'s own memory as numpy when nothing else is needed: a contiguous CPU tensor
+    of a numpy dtype, not needing gradients, with no lazy negation or conjugation; else
+    None (``view_of`` then handles it)."""
+    if t.is_cpu and not t.requires_grad and t.dtype in _NAMES and t.is_contiguous() and \
+            not t.is_neg() and not (t.dtype in _COMPLEX and t.is_conj()):
+        return t.numpy()
+    return None
