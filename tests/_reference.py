@@ -1,12 +1,11 @@
-"""Inputs every rank can recompute, framework conversion, numpy references."""
+"""Inputs every rank can recompute, numpy references, conversions through the registry."""
 
 from __future__ import annotations
 
+import _frameworks as frameworks
 import numpy as np
 
-ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-              "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
-              "complex128"]
+ALL_DTYPES = list(frameworks.ALL_DTYPES)
 
 
 def values(dtype: str, shape, rank: int, salt: int = 0) -> np.ndarray:
@@ -28,39 +27,34 @@ def values(dtype: str, shape, rank: int, salt: int = 0) -> np.ndarray:
 
 
 def to_xp(a: np.ndarray, dtype: str, xp):
-    """A tensor of framework ``xp`` holding ``a`` as ``dtype``."""
-    if xp is np:
-        if dtype == "bfloat16":
-            raise ValueError("numpy has no bfloat16")
-        return np.ascontiguousarray(a).astype(dtype)
-    torch = xp
-    td = getattr(torch, dtype)
-    if dtype == "bfloat16":
-        return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(td)
-    return torch.from_numpy(np.ascontiguousarray(a).astype(dtype)).to(td)
+    """A tensor of framework ``xp`` (a registry entry or a framework's module) holding
+    ``a`` as ``dtype``."""
+    return _framework(xp).tensor(a, dtype)
 
 
 def to_np(t) -> np.ndarray:
-    """Any test tensor as numpy (bfloat16 widened to float32)."""
-    if isinstance(t, np.ndarray):
-        return t
-    if str(t.dtype) == "torch.bfloat16":
-        return t.float().numpy()
-    return t.numpy()
+    """Any test tensor as numpy (bfloat16 and float8 widened to float32)."""
+    fw = frameworks.of(t)
+    return np.asarray(t) if fw is None else fw.to_numpy(t)
 
 
 def empty(xp, shape, dtype: str):
     """An output tensor filled with a sentinel, so unwritten parts show."""
-    a = np.full(shape, 99 if dtype != "bool" else True)
-    return to_xp(a, dtype, xp)
+    return _framework(xp).empty(shape, dtype)
+
+
+def _framework(xp) -> frameworks.Framework:
+    if isinstance(xp, frameworks.Framework):
+        return xp
+    return frameworks.get(xp.__name__.split(".")[0])  # a module: numpy, torch, paddle, ...
 
 
 def round_to(a: np.ndarray, dtype: str) -> np.ndarray:
-    """Round a float32 reference to ``dtype`` with torch's (or numpy's) own rounding."""
-    if dtype == "bfloat16":
-        import torch
-
-        return torch.from_numpy(np.asarray(a, np.float32)).to(torch.bfloat16).float().numpy()
+    """Round a float32 reference to ``dtype`` with torch's (or numpy's) own rounding
+    (bfloat16 and float8 come back widened to float32)."""
+    if dtype in ("bfloat16", *frameworks.FLOAT8):
+        torch = frameworks.get("torch")
+        return torch.to_numpy(torch.tensor(np.asarray(a, np.float32), dtype))
     return np.asarray(a).astype(dtype)
 
 
@@ -134,13 +128,6 @@ def block(i: int, j: int, rows: int, cols: int, dtype: str) -> np.ndarray:
         return (v % 2 == 1)
     if dtype.startswith("complex"):
         return (v + 1j * (i - j)).astype(dtype)
-    if dtype == "bfloat16":
+    if dtype in ("bfloat16", *frameworks.FLOAT8):  # rounded by the framework holding it
         return v.astype(np.float32)
     return v.astype(dtype)
-
-
-def skip_unsupported(xp, dtype: str) -> None:
-    import pytest
-
-    if xp is np and dtype == "bfloat16":
-        pytest.skip("numpy has no bfloat16")

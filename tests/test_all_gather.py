@@ -1,81 +1,90 @@
-"""all_gather (list, even and uneven), all_gather_into_tensor (concatenated and stacked)."""
+"""all_gather (list, even and uneven), all_gather_into_tensor (concatenated and stacked).
+
+Every test runs on every framework of the registry (tests/_frameworks.py); the ones that
+only read their inputs from a framework run on JAX too (``xin``).
+"""
 
 from __future__ import annotations
 
+import _frameworks as frameworks
 import numpy as np
 import pytest
-from _reference import MOVE_DTYPES, assert_equal, block, empty, skip_unsupported, to_np, to_xp
+from _reference import MOVE_DTYPES, assert_equal, block
 
 import mpicoll as dist
 
 
-@pytest.mark.parametrize("dtype", MOVE_DTYPES)
+@pytest.mark.parametrize(("xin", "dtype"), frameworks.cross(MOVE_DTYPES, inputs=True))
 @pytest.mark.parametrize("layout", ["concat", "stacked"])
-def test_all_gather_into_tensor(xp, dtype, layout, rank, size):
-    skip_unsupported(xp, dtype)
+def test_all_gather_into_tensor(xin, dtype, layout, rank, size, group):
+    xo = xin.output(dtype)
     mine = block(rank, 0, 2, 3, dtype)
     exp = np.stack([block(r, 0, 2, 3, dtype) for r in range(size)])
     shape = exp.shape if layout == "stacked" else (size * 2, 3)
-    out = empty(xp, shape, dtype)
-    dist.all_gather_into_tensor(out, to_xp(mine, dtype, xp))
-    assert_equal(out, to_np(to_xp(exp.reshape(shape), dtype, xp)), dtype)
+    out = xo.empty(shape, dtype)
+    inp = xin.tensor(mine, dtype)
+    dist.all_gather_into_tensor(out, inp, group=group)
+    assert_equal(out, xo.to_numpy(xo.tensor(exp.reshape(shape), dtype)), dtype)
+    assert_equal(inp, xin.to_numpy(xin.tensor(mine, dtype)), dtype)  # input untouched
 
 
-def test_all_gather_single_is_all_gather_into_tensor(xp, rank, size):
-    out = empty(xp, (size,), "int64")
-    dist.all_gather_single(out, to_xp(np.array([rank * 3]), "int64", xp))
-    assert_equal(out, np.arange(size) * 3, "int64")
+def test_all_gather_single_is_all_gather_into_tensor(xin, rank, size):
+    xo = xin.output("int32")
+    out = xo.empty((size,), "int32")
+    dist.all_gather_single(out, xin.tensor(np.array([rank * 3]), "int32"))  # WORLD
+    assert_equal(out, np.arange(size) * 3, "int32")
 
 
-def test_all_gather_into_tensor_in_place_chunk(rank, size):
-    import torch
-
-    out = torch.zeros(size * 3, dtype=torch.float32)
+def test_all_gather_into_tensor_in_place_chunk(xp, rank, size, group):
+    out = xp.full((size * 3,), 0, "float32")
     mine = out[rank * 3:(rank + 1) * 3]  # the FSDP pattern: input is our output chunk
-    mine.fill_(rank + 1)
-    dist.all_gather_into_tensor(out, mine)
-    assert out.tolist() == [float(r + 1) for r in range(size) for _ in range(3)]
+    xp.fill(mine, rank + 1)
+    dist.all_gather_into_tensor(out, mine, group=group)
+    assert_equal(out, np.repeat(np.arange(size, dtype=np.float32) + 1, 3), "float32")
 
 
-def test_all_gather_into_tensor_async_non_contiguous_output(xp, rank, size):
-    base = empty(xp, (4, size), "float64")
-    out = base.T if xp is np else base.t()  # (size, 4) view, column-major
-    work = dist.all_gather_into_tensor(out, to_xp(np.arange(4.0) + rank * 10, "float64", xp),
-                                       async_op=True)
+def test_all_gather_into_tensor_async_non_contiguous_output(xp, rank, size, group):
+    base = xp.empty((4, size), "float64")
+    out = xp.transpose(base)  # (size, 4) view, column-major
+    work = dist.all_gather_into_tensor(out, xp.tensor(np.arange(4.0) + rank * 10, "float64"),
+                                       group=group, async_op=True)
     work.wait()
     exp = np.stack([np.arange(4.0) + r * 10 for r in range(size)])
     assert_equal(out, exp, "float64")
+    assert_equal(base, exp.T, "float64")  # written through to the base
 
 
-@pytest.mark.parametrize("dtype", ["int32", "bfloat16", "complex128", "bool"])
-def test_all_gather_list_uneven(xp, dtype, rank, size):
-    skip_unsupported(xp, dtype)
+@pytest.mark.parametrize(("xin", "dtype"),
+                         frameworks.cross(["int32", "bfloat16", "complex128", "bool"],
+                                          inputs=True))
+def test_all_gather_list_uneven(xin, dtype, rank, size, group):
+    xo = xin.output(dtype)
     rows = [r % 3 for r in range(size)]  # zero rows on ranks 0 and 3
-    outs = [empty(xp, (rows[r], 2), dtype) for r in range(size)]
-    dist.all_gather(outs, to_xp(block(rank, 1, rows[rank], 2, dtype), dtype, xp))
+    outs = [xo.empty((rows[r], 2), dtype) for r in range(size)]
+    dist.all_gather(outs, xin.tensor(block(rank, 1, rows[rank], 2, dtype), dtype), group=group)
     for r, o in enumerate(outs):
-        assert_equal(o, to_np(to_xp(block(r, 1, rows[r], 2, dtype), dtype, xp)), dtype)
+        assert_equal(o, xo.to_numpy(xo.tensor(block(r, 1, rows[r], 2, dtype), dtype)), dtype)
 
 
-def test_all_gather_list_even_into_chunks(rank, size):
-    import torch
+def test_all_gather_list_even_into_chunks(xp, rank, size, group):
+    out = xp.empty((size * 2,), "int64")
+    dist.all_gather(xp.pieces(out, [2] * size), xp.tensor(np.array([rank, rank * 10]), "int64"),
+                    group=group)
+    assert_equal(out, np.array([v for r in range(size) for v in (r, r * 10)]), "int64")
 
-    out = torch.empty(size * 2, dtype=torch.int64)
-    dist.all_gather(list(out.chunk(size)), torch.tensor([rank, rank * 10]))
-    assert out.tolist() == [v for r in range(size) for v in (r, r * 10)]
 
-
-def test_all_gather_list_input_is_own_slot(xp, rank, size):
-    outs = [empty(xp, (3,), "float32") for _ in range(size)]
-    outs[rank][...] = rank + 0.5 if xp is np else outs[rank].fill_(rank + 0.5)
-    dist.all_gather(outs, outs[rank])
+def test_all_gather_list_input_is_own_slot(xp, rank, size, group):
+    outs = [xp.empty((3,), "float32") for _ in range(size)]
+    xp.fill(outs[rank], rank + 0.5)
+    dist.all_gather(outs, outs[rank], group=group)
     for r, o in enumerate(outs):
         assert_equal(o, np.full(3, r + 0.5, np.float32), "float32")
 
 
-def test_all_gather_async(xp, rank, size):
-    outs = [empty(xp, (2,), "int16") for _ in range(size)]
-    work = dist.all_gather(outs, to_xp(np.array([rank, -rank]), "int16", xp), async_op=True)
+def test_all_gather_async(xp, rank, size, group):
+    outs = [xp.empty((2,), "int16") for _ in range(size)]
+    work = dist.all_gather(outs, xp.tensor(np.array([rank, -rank]), "int16"), group=group,
+                           async_op=True)
     work.wait()
     for r, o in enumerate(outs):
         assert_equal(o, np.array([r, -r]), "int16")

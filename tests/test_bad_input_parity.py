@@ -8,9 +8,10 @@ mapped to the v-collectives); those forms are not bad input and are not listed h
 
 from __future__ import annotations
 
+import _frameworks as frameworks
 import numpy as np
 import pytest
-from _reference import to_np, to_xp
+from _reference import to_np
 
 import mpicoll as dist
 import mpicoll.paddle as pdist
@@ -18,9 +19,7 @@ import mpicoll.paddle.v2 as pdist2
 
 
 def _full(xp, shape, dtype="float32", fill=7):
-    if shape == ():  # to_xp makes a 0-d array 1-d
-        return xp.full((), fill, dtype=getattr(xp, dtype))
-    return to_xp(np.full(shape, fill), dtype, xp)
+    return xp.full(shape, fill, dtype)
 
 
 def _untouched(*outs, fill=7):
@@ -29,11 +28,11 @@ def _untouched(*outs, fill=7):
         np.testing.assert_array_equal(a, np.full(a.shape, fill))
 
 
-def _a2a_still_works(xp, rank, size):
+def _a2a_still_works(xp, rank, size, group=None):
     """A correct all_to_all_single on every rank right after the refused call."""
-    inp = to_xp(np.arange(size) + 10 * rank, "int64", xp)
+    inp = xp.tensor(np.arange(size) + 10 * rank, "int64")
     out = _full(xp, (size,), "int64")
-    dist.all_to_all_single(out, inp)
+    dist.all_to_all_single(out, inp, group=group)
     np.testing.assert_array_equal(to_np(out), np.arange(size) * 10 + rank)
 
 
@@ -47,42 +46,45 @@ _A2A_SIZE = r"all_to_all_single: output and input must have the same number of e
 
 @pytest.mark.parametrize("splits", [None, []])
 @pytest.mark.parametrize("async_op", [False, True])
-def test_all_to_all_single_unequal_sizes_without_splits(xp, rank, size, splits, async_op):
+def test_all_to_all_single_unequal_sizes_without_splits(xin, rank, size, group, splits,
+                                                        async_op):
+    xo = xin.output()
     # at 2 ranks: the issue's 6-element output and 4-element input
-    out, inp = _full(xp, (3 * size,)), _full(xp, (2 * size,), fill=1)
+    out, inp = _full(xo, (3 * size,)), _full(xin, (2 * size,), fill=1)
     msg = _A2A_SIZE.format(2 * size, f"{2 * size},", 3 * size, f"{3 * size},")
     with pytest.raises(ValueError, match=msg):
-        dist.all_to_all_single(out, inp, splits, splits, async_op=async_op)
+        dist.all_to_all_single(out, inp, splits, splits, group=group, async_op=async_op)
     _untouched(out)
     # output smaller than input, rows of two elements
-    out, inp = _full(xp, (size, 2)), _full(xp, (2 * size, 2), fill=1)
+    out, inp = _full(xo, (size, 2)), _full(xin, (2 * size, 2), fill=1)
     with pytest.raises(ValueError, match=_A2A_SIZE.format(4 * size, f"{2 * size}, 2",
                                                           2 * size, f"{size}, 2")):
-        dist.all_to_all_single(out, inp, async_op=async_op)
+        dist.all_to_all_single(out, inp, group=group, async_op=async_op)
     _untouched(out)
-    _a2a_still_works(xp, rank, size)
+    _a2a_still_works(xo, rank, size, group)
 
 
-def test_all_to_all_single_unequal_sizes_with_splits_still_allowed(rank, size):
+def test_all_to_all_single_unequal_sizes_with_splits_still_allowed(xin, rank, size, group):
     """With split sizes the sizes may differ (Alltoallv): not refused."""
-    inp = np.arange(2 * size, dtype=np.int64) + 100 * rank  # 2 rows to every rank
-    out = np.full(2 * size, -1, np.int64)
-    dist.all_to_all_single(out, inp, [2] * size, [2] * size)
-    np.testing.assert_array_equal(out.reshape(size, 2),
+    xo = xin.output()
+    inp = xin.tensor(np.arange(2 * size) + 100 * rank, "int32")  # 2 rows to every rank
+    out = _full(xo, (2 * size,), "int32", fill=-1)
+    dist.all_to_all_single(out, inp, [2] * size, [2] * size, group=group)
+    np.testing.assert_array_equal(to_np(out).reshape(size, 2),
                                   [[100 * r + 2 * rank, 100 * r + 2 * rank + 1]
                                    for r in range(size)])
 
 
-def test_paddle_alltoall_single_unequal_sizes(rank, size):
-    out, inp = np.full(3 * size, 7.0), np.ones(2 * size)
-    for call in (lambda: pdist.alltoall_single(out, inp),
-                 lambda: pdist.alltoall(out, inp),
-                 lambda: pdist2.alltoall_single(inp, out)):
+def test_paddle_alltoall_single_unequal_sizes(xp, rank, size, group):
+    out, inp = _full(xp, (3 * size,)), _full(xp, (2 * size,), fill=1)
+    for call in (lambda: pdist.alltoall_single(out, inp, group=group),
+                 lambda: pdist.alltoall(out, inp, group=group),
+                 lambda: pdist2.alltoall_single(inp, out, group=group)):
         with pytest.raises(ValueError, match=r"alltoall_single: out_tensor and in_tensor must "
                                              r"have the same number of elements"):
             call()
         _untouched(out)
-    _a2a_still_works(np, rank, size)
+    _a2a_still_works(xp, rank, size, group)
 
 
 def test_torch_backend_all_to_all_single_unequal_sizes(rank, size):
@@ -190,16 +192,16 @@ def _cases(xp, rank, size):
     }
 
 
-_NAMES = list(_cases(np, 0, 1))
+_NAMES = list(_cases(frameworks.get("numpy"), 0, 1))
 
 
 @pytest.mark.parametrize("case", _NAMES)
-def test_refused_like_gloo(xp, rank, size, case):
-    outs, call, msg = _cases(xp, rank, size)[case]
+def test_refused_like_gloo(xp, rank, size, group, case):
+    outs, call, msg = _cases(xp, rank, size)[case]  # refused on WORLD (group=None)
     with pytest.raises(ValueError, match=msg):
         call(outs)
     _untouched(*outs)
-    _a2a_still_works(xp, rank, size)
+    _a2a_still_works(xp, rank, size, group)
 
 
 # -- object collectives ----------------------------------------------------------------

@@ -1,15 +1,17 @@
 """Seeded random scenarios against a pure-numpy model of each collective.
 
 Every rank draws the same scenario from the same seed (split sizes of the whole
-world, zeros included; row shapes; dtypes; framework), runs the collective on
-its own part, and checks its output against the model computed locally.
+world, zeros included; row shapes; dtypes; the framework of the inputs and the one of
+the outputs, from the registry in tests/_frameworks.py), runs the collective on its own
+part, and checks its output against the model computed locally.
 """
 
 from __future__ import annotations
 
+import _frameworks as frameworks
 import numpy as np
 import pytest
-from _reference import reduce_ref, to_np, to_xp
+from _reference import reduce_ref, to_np
 
 import mpicoll as dist
 
@@ -17,12 +19,15 @@ SEEDS = range(20)
 DTYPES = ["int8", "uint16", "int64", "float32", "float64", "complex64", "bool", "float16"]
 
 
-def _framework(rng):
-    if rng.random() < 0.5:
-        return np
-    import torch
-
-    return torch
+def _frameworks(rng, dtype, inputs=True):
+    """The scenario's framework of the inputs (JAX too, if ``inputs``) and of the outputs:
+    drawn among those that hold ``dtype``; an input-only one sends to a writable one."""
+    pool = [fw for fw in (frameworks.installed() if inputs else frameworks.writable())
+            if fw.holds(dtype)]
+    xin = pool[rng.integers(len(pool))]
+    outs = [fw for fw in frameworks.writable() if fw.holds(dtype)]
+    xo = xin if xin.writable and rng.random() < 0.5 else outs[rng.integers(len(outs))]
+    return xin, xo
 
 
 def _data(seed, i, j, rows, row_shape, dtype):
@@ -43,62 +48,78 @@ def _scenario(seed, size):
     return rng, dtype, row_shape, splits
 
 
+def _zeros(xo, shape, dtype):
+    return xo.tensor(np.zeros(shape, dtype), dtype)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
-def test_all_to_all_single_random(seed, rank, size):
+def test_all_to_all_single_random(seed, rank, size, group):
     rng, dtype, row_shape, S = _scenario(seed, size)
-    xp = _framework(rng)
+    xin, xo = _frameworks(rng, dtype)
     inp = np.concatenate([_data(seed, rank, j, S[rank, j], row_shape, dtype)
                           for j in range(size)])
     exp = np.concatenate([_data(seed, i, rank, S[i, rank], row_shape, dtype)
                           for i in range(size)])
-    out = to_xp(np.zeros(exp.shape, dtype), dtype, xp)
-    dist.all_to_all_single(out, to_xp(inp, dtype, xp), [int(S[i, rank]) for i in range(size)],
-                           [int(S[rank, j]) for j in range(size)])
+    out = _zeros(xo, exp.shape, dtype)
+    dist.all_to_all_single(out, xin.tensor(inp, dtype), [int(S[i, rank]) for i in range(size)],
+                           [int(S[rank, j]) for j in range(size)], group=group)
     np.testing.assert_array_equal(to_np(out), exp.astype(to_np(out).dtype))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_all_to_all_list_random(seed, rank, size):
+def test_all_to_all_list_random(seed, rank, size, group):
     rng, dtype, row_shape, S = _scenario(seed, size)
-    xp = _framework(rng)
-    ins = [to_xp(_data(seed, rank, j, S[rank, j], row_shape, dtype), dtype, xp)
+    xin, xo = _frameworks(rng, dtype)
+    ins = [xin.tensor(_data(seed, rank, j, S[rank, j], row_shape, dtype), dtype)
            for j in range(size)]
     exps = [_data(seed, i, rank, S[i, rank], row_shape, dtype) for i in range(size)]
     if rng.random() < 0.5:  # outputs as adjacent views of one buffer
-        flat = to_xp(np.zeros(sum(e.size for e in exps), dtype), dtype, xp)
-        outs, off = [], 0
-        for e in exps:
-            outs.append(flat[off:off + e.size].reshape(e.shape))
-            off += e.size
+        flat = _zeros(xo, (sum(e.size for e in exps),), dtype)
+        outs = [p.reshape(e.shape) for p, e in zip(xo.pieces(flat, [e.size for e in exps]),
+                                                   exps)]
     else:
-        outs = [to_xp(np.zeros(e.shape, dtype), dtype, xp) for e in exps]
-    dist.all_to_all(outs, ins)
+        outs = [_zeros(xo, e.shape, dtype) for e in exps]
+    dist.all_to_all(outs, ins, group=group)
     for o, e in zip(outs, exps):
         np.testing.assert_array_equal(to_np(o), e.astype(to_np(o).dtype))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_reduce_scatter_list_random(seed, rank, size):
+def test_reduce_scatter_list_random(seed, rank, size, group):
     rng, dtype, row_shape, S = _scenario(seed, size)
-    xp = _framework(rng)
+    xin, xo = _frameworks(rng, dtype)
     counts = S[0]  # rows of block j: the same on every rank
     op = "MAX" if dtype != "complex64" else "SUM"
-    ins = [to_xp(_data(seed, rank, j, counts[j], row_shape, dtype), dtype, xp)
+    ins = [xin.tensor(_data(seed, rank, j, counts[j], row_shape, dtype), dtype)
            for j in range(size)]
-    out = to_xp(np.zeros((counts[rank], *row_shape), dtype), dtype, xp)
-    dist.reduce_scatter(out, ins, op=getattr(dist.ReduceOp, op))
+    out = _zeros(xo, (counts[rank], *row_shape), dtype)
+    dist.reduce_scatter(out, ins, op=getattr(dist.ReduceOp, op), group=group)
     exp = reduce_ref([_data(seed, i, rank, counts[rank], row_shape, dtype)
                       for i in range(size)], op, dtype)
     np.testing.assert_array_equal(to_np(out), np.asarray(exp).astype(to_np(out).dtype))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_all_gather_list_random(seed, rank, size):
+def test_all_gather_list_random(seed, rank, size, group):
     rng, dtype, row_shape, S = _scenario(seed, size)
-    xp = _framework(rng)
+    xin, xo = _frameworks(rng, dtype)
     rows = S[:, 0]  # rank i contributes rows[i] rows
-    outs = [to_xp(np.zeros((rows[i], *row_shape), dtype), dtype, xp) for i in range(size)]
-    dist.all_gather(outs, to_xp(_data(seed, rank, 0, rows[rank], row_shape, dtype), dtype, xp))
+    outs = [_zeros(xo, (rows[i], *row_shape), dtype) for i in range(size)]
+    dist.all_gather(outs, xin.tensor(_data(seed, rank, 0, rows[rank], row_shape, dtype), dtype),
+                    group=group)
     for i, o in enumerate(outs):
         e = _data(seed, i, 0, rows[i], row_shape, dtype)
         np.testing.assert_array_equal(to_np(o), e.astype(to_np(o).dtype))
+
+
+def test_every_framework_is_drawn():
+    """The scenarios above cover every installed framework, as input and as output."""
+    ins, outs = set(), set()
+    for size in (1, 2, 4):
+        for seed in SEEDS:
+            rng, dtype, _, _ = _scenario(seed, size)
+            xin, xo = _frameworks(rng, dtype)
+            ins.add(xin.name)
+            outs.add(xo.name)
+    assert ins == {fw.name for fw in frameworks.installed()}
+    assert outs == {fw.name for fw in frameworks.writable()}
