@@ -38,6 +38,9 @@ _LAZY = {
     **dict.fromkeys(["all_gather_coalesced", "all_reduce_coalesced"],
                     "._collectives.coalesced"),
     "Work": "._work",
+    **dict.fromkeys(["PersistentCollective", "all_gather_into_tensor_init", "all_reduce_init",
+                     "all_to_all_single_init", "broadcast_init", "reduce_scatter_tensor_init"],
+                    "._collectives.persistent"),
 }
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and readers
@@ -55,6 +58,14 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and readers
         send_object_list,
     )
     from ._collectives.p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
+    from ._collectives.persistent import (
+        PersistentCollective,
+        all_gather_into_tensor_init,
+        all_reduce_init,
+        all_to_all_single_init,
+        broadcast_init,
+        reduce_scatter_tensor_init,
+    )
     from ._collectives.reduce_op import ReduceOp, supports_complex
     from ._collectives.reduce_scatter import (
         reduce_scatter,
@@ -87,21 +98,26 @@ __version__ = "0.1.0"
 __all__ = [
     "GroupMember",
     "P2POp",
+    "PersistentCollective",
     "ProcessGroup",
     "ReduceOp",
     "Work",
     "all_gather",
     "all_gather_coalesced",
     "all_gather_into_tensor",
+    "all_gather_into_tensor_init",
     "all_gather_object",
     "all_gather_single",
     "all_reduce",
     "all_reduce_coalesced",
+    "all_reduce_init",
     "all_to_all",
     "all_to_all_single",
+    "all_to_all_single_init",
     "barrier",
     "batch_isend_irecv",
     "broadcast",
+    "broadcast_init",
     "broadcast_object_list",
     "default_pg_timeout",
     "destroy_process_group",
@@ -131,6 +147,7 @@ __all__ = [
     "reduce_scatter",
     "reduce_scatter_single",
     "reduce_scatter_tensor",
+    "reduce_scatter_tensor_init",
     "scatter",
     "scatter_object_list",
     "send",

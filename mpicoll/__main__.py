@@ -39,6 +39,10 @@ def info() -> list[tuple[str, str]]:
     large = MPI.Get_version() >= (4, 0)
     rows.append(("large counts", "yes (MPI-4 _c calls)" if large else
                  "no (messages are limited to 2**31-1 elements per call)"))
+    from mpicoll._collectives._persistent import available
+
+    persistent, how = available()
+    rows.append(("persistent", f"{'yes' if persistent else 'no'} ({how})"))
     for module, dist in _FRAMEWORKS:
         version = _version(dist) or (_version("cupy-cuda12x") if module == "cupy" else None)
         if version is None:

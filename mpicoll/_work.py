@@ -65,7 +65,9 @@ def wait_requests(reqs: list[Any], op: str, group: Any, seq: int, args: Any,
     """
     if timeout is not None:
         secs = as_seconds(timeout)
-        test = (lambda: reqs[0].Test(status)) if status is not None else (
+        # one request: Test, never Testall, which MPICH 5.0 fails (MPI_ERR_IN_STATUS with
+        # every status MPI_SUCCESS) on a persistent collective's request
+        test = (lambda: reqs[0].Test(status)) if status is not None or len(reqs) == 1 else (
             lambda: MPI.Request.Testall(reqs))
         if not test_until(test, time.monotonic() + secs):
             raise torch_flavoured(CollectiveTimeout)(f"{op}: not completed within {secs:g} s")
@@ -169,7 +171,7 @@ class Work:
         if not self._done:
             status = self._status()
             try:
-                done = (self._reqs[0].Test(status) if status is not None
+                done = (self._reqs[0].Test(status) if status is not None or len(self._reqs) == 1
                         else MPI.Request.Testall(self._reqs))
             except MPI.Exception as e:
                 self._fail(e)
