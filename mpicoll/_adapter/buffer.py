@@ -108,10 +108,11 @@ _HANDLERS: dict[type, Callable[[Any, bool, str, str], View]] = {}
 _QUICKERS: dict[type, Callable[[Any], np.ndarray | None]] = {}
 
 
-def quick_array(x: Any) -> np.ndarray | None:
-    """``x``'s memory as a C-contiguous, writable numpy array of a plain dtype when it
-    is one without staging or conversion (numpy arrays; CPU torch tensors once one has
-    been seen by :func:`as_buffer`); else None, and :func:`as_buffer` is the way."""
+def quick_array(x: Any, writable: bool = True) -> np.ndarray | None:
+    """``x``'s memory as a C-contiguous numpy array of a plain dtype (writable, if
+    ``writable``) when it is one without staging or conversion (numpy arrays; CPU torch
+    tensors once one has been seen by :func:`as_buffer`); else None, and
+    :func:`as_buffer` is the way."""
     if type(x) is np.ndarray:
         a = x
     else:
@@ -120,7 +121,7 @@ def quick_array(x: Any) -> np.ndarray | None:
         if a is None:
             return None
     f = a.flags
-    return a if f.c_contiguous and f.writeable else None
+    return a if f.c_contiguous and (f.writeable or not writable) else None
 
 
 def _handler(x: Any, op: str, name: str) -> Callable[[Any, bool, str, str], View]:

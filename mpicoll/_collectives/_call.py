@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numpy import ndarray as _ndarray
+
 from .. import _departures
 from .._adapter.buffer import quick_array as _quick_array
 from .._checkmode import verify
@@ -12,6 +14,13 @@ from .._env import settings as _settings
 from .._mpi import MPI
 from .._work import Work, mpi_error, wait_requests
 from . import _large
+from ._large import INT_MAX as _INT_MAX
+from ._pack import span as _span
+
+try:  # numpy's C function itself, without the __array_function__ dispatch (2x faster)
+    from numpy._core._multiarray_umath import may_share_memory as may_share_memory
+except ImportError:  # numpy < 2
+    from numpy import may_share_memory as may_share_memory
 
 
 def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], Any] | None,
@@ -72,14 +81,62 @@ def quick(op: str, group: Any, method: str, args: tuple) -> None:
         raise mpi_error(op, e, args) from e
 
 
-def quick_array(tensor: Any) -> Any:
+def quick_array(tensor: Any, writable: bool = True) -> Any:
     """The numpy array over ``tensor``'s memory when the call can take :func:`quick`'s
-    path (contiguous, writable, plain dtype, no staging; counts that fit an int; checked
-    mode off); else None."""
-    a = _quick_array(tensor)
+    path (contiguous, writable if ``writable``, plain dtype, no staging; counts that fit
+    an int; checked mode off); else None."""
+    a = _quick_array(tensor, writable)
     if a is None or a.size > _large.INT_MAX or _settings().check:
         return None
     return a
+
+
+def quick_pair(output: Any, input: Any) -> tuple[Any, Any] | None:
+    """:func:`quick_array` of ``output`` (writable) and ``input`` when both qualify, are
+    of one dtype and do not overlap (an overlap needs the general path's copy); else
+    None."""
+    if _settings().check:
+        return None
+    r = output if type(output) is _ndarray else _quick_array(output)
+    s = input if type(input) is _ndarray else _quick_array(input, False)
+    if r is None or s is None:
+        return None
+    fr, fs = r.flags, s.flags
+    if not (fr.c_contiguous and fr.writeable and fs.c_contiguous) or r.dtype != s.dtype or \
+            r.size > _INT_MAX or s.size > _INT_MAX or may_share_memory(s, r):
+        return None
+    return r, s
+
+
+def quick_list(xs: Any, n: int, writable: bool) -> tuple[Any, Any, int, int, list[int]] | None:
+    """A list of ``n`` tensors that :func:`quick_array` serves (writable if
+    ``writable``), of one dtype and lying end to end in memory (``x.chunk(n)``,
+    ``x.split(sizes)``): (one buffer over them all, their dtype, its start and end
+    addresses, their sizes); else None."""
+    if type(xs) not in _SEQUENCES or len(xs) != n or _settings().check:
+        return None
+    found = _span(xs, writable, _quick_array if writable else _quick_input)
+    if found is None or found[0] is None:
+        return None
+    first, start, end, sizes = found
+    if (end - start) // first.itemsize > _INT_MAX:
+        return None
+    return _fromaddress(start, end - start, not writable), first.dtype, start, end, sizes
+
+
+def _quick_input(x: Any) -> Any:
+    return _quick_array(x, False)
+
+
+def apart(a: Any, start: int, end: int) -> bool:
+    """Whether the contiguous array ``a`` lies outside the memory [start, end)."""
+    lo = _address(a).address
+    return lo + a.nbytes <= start or end <= lo
+
+
+_SEQUENCES = (list, tuple)
+_address = MPI.buffer
+_fromaddress = MPI.buffer.fromaddress
 
 
 def next_seq(op: str, group: Any) -> int:

@@ -123,8 +123,8 @@ def _block(comm: Any, method: str, send: Any, recv: list) -> None:
 
 def _alltoallv(comm: Any, send: list, recv: list) -> None:
     (s, (sc, sd), sdt), (r, (rc, rd), rdt) = send, recv
-    stypes = [_at(sdt, c, d) for c, d in zip(sc, sd)]
-    rtypes = [_at(rdt, c, d) for c, d in zip(rc, rd)]
+    stypes = [_at(sdt, c, d) for c, d in zip(sc, sd, strict=True)]
+    rtypes = [_at(rdt, c, d) for c, d in zip(rc, rd, strict=True)]
     n = len(sc)
     try:
         comm.Alltoallw([s, ([1] * n, [0] * n), stypes], [r, ([1] * n, [0] * n), rtypes])
@@ -139,7 +139,7 @@ def _allgatherv(comm: Any, send: Any, recv: list) -> None:
     me = comm.Get_rank()
     if send is not MPI.IN_PLACE:
         flat[displs[me]:displs[me] + counts[me]] = _flat(send[0])
-    for j, (c, d) in enumerate(zip(counts, displs)):
+    for j, (c, d) in enumerate(zip(counts, displs, strict=True)):
         _bcast(comm, [flat[d:d + c], dt], j)
 
 
@@ -177,7 +177,7 @@ def _pieces(vspec: Any) -> dict[int, np.ndarray]:
         return {}
     buf, (counts, displs), _ = vspec
     flat = _flat(buf)
-    return {j: flat[d:d + c] for j, (c, d) in enumerate(zip(counts, displs))}
+    return {j: flat[d:d + c] for j, (c, d) in enumerate(zip(counts, displs, strict=True))}
 
 
 def _gatherv(comm: Any, send: list, recv: Any, root: int) -> None:

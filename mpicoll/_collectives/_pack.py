@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import accumulate
+from typing import Any
 
 import numpy as np
 
@@ -21,29 +22,62 @@ def joined(bufs: list[Buffer]) -> np.ndarray | None:
     This is the ``x.chunk(n)`` / ``x.split(sizes)`` pattern: MPI then reads or
     writes the caller's memory directly, with no pack or unpack.
     """
-    first = None
-    start = end = 0
-    for b in bufs:
-        if b.staged:
-            return None
-        a = b.array
-        size = a.nbytes
-        if not size:
-            continue
-        addr = MPI.buffer(a).address  # 0.1 us, where a.ctypes.data costs 1 us
-        if first is None:
-            first, start = a, addr
-        elif addr != end:
-            return None
-        end = addr + size
+    if any(b.staged for b in bufs):
+        return None
+    return joined_arrays([b.array for b in bufs])
+
+
+def joined_arrays(arrays: list[np.ndarray], writable: bool = False) -> np.ndarray | None:
+    """:func:`joined` of numpy arrays (C-contiguous, of one dtype, writable if
+    ``writable``; None for anything else)."""
+    found = span(arrays, writable) if arrays else None
+    if found is None:
+        return None
+    first, start, end, _ = found
     if first is None:
-        return bufs[0].array.reshape(-1)[:0] if bufs else None
+        return arrays[0].reshape(-1)[:0]
     if end - start == first.nbytes:  # one tensor holds it all
         return first.reshape(-1)
     # one flat array over the span (as_strided costs ~10x more); callers keep the
     # tensors alive for as long as MPI uses this memory
-    mem = MPI.buffer.fromaddress(start, end - start, readonly=not first.flags.writeable)
-    return np.frombuffer(mem, dtype=first.dtype)
+    return np.frombuffer(_fromaddress(start, end - start, not first.flags.writeable),
+                         dtype=first.dtype)
+
+
+def span(items: Any, writable: bool, convert: Any = None) -> tuple[Any, int, int,
+                                                                   list[int]] | None:
+    """(first non-empty array, start address, end address, sizes) of arrays that lie end
+    to end, C-contiguous, of one dtype (writable if ``writable``); the first is None when
+    all are empty; None for anything else. Items that are not numpy arrays go through
+    ``convert`` (None from it: None)."""
+    first = None
+    start = end = 0
+    sizes = []
+    for a in items:
+        if type(a) is not np.ndarray:
+            a = convert(a) if convert is not None else None
+            if a is None:
+                return None
+        nbytes = a.nbytes
+        sizes.append(a.size)
+        if not nbytes:
+            if first is None and sizes and a.dtype != items[0].dtype:
+                return None
+            continue
+        f = a.flags
+        if not f.c_contiguous or (writable and not f.writeable):
+            return None
+        addr = _address(a).address  # 0.1 us, where a.ctypes.data costs 1 us
+        if first is None:
+            first, start, dtype = a, addr, a.dtype
+        elif addr != end or a.dtype != dtype:
+            return None
+        end = addr + nbytes
+    return first, start, end, sizes
+
+
+_address = MPI.buffer
+_fromaddress = MPI.buffer.fromaddress
 
 
 def pack(bufs: list[Buffer]) -> np.ndarray:

@@ -53,7 +53,7 @@ def split_sizes(op: str, sizes: Any, n: int, dim0: int, name: str, tname: str) -
     except (TypeError, ValueError):
         raise _Type(op, "type", "{arg} must be a list of ints, got {got!r}", {"arg": name},
                     got=sizes) from None
-    for s, v in zip(sizes, vals):
+    for s, v in zip(sizes, vals, strict=True):
         if v != s or isinstance(s, bool):
             raise _Type(op, "type", "{arg} must contain integers, got {got!r}", {"arg": name},
                         got=s)

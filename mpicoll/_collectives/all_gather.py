@@ -7,13 +7,14 @@ from typing import Any
 import numpy as np
 
 from .._adapter import as_buffer
+from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
 from .._mpi import MPI
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _validate
-from ._call import issue
+from ._call import apart, issue, quick, quick_array, quick_list, quick_pair
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
@@ -30,6 +31,13 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     if pg is None:
         return None
     n = pg.nranks
+    if not async_op:
+        # the common call, on shapes an earlier call of the general path validated
+        pair = quick_pair(output_tensor, input_tensor)
+        hit = _QUICK.get((pair[1].dtype, pair[1].shape, pair[0].shape, n)) if pair else None
+        if hit is not None:
+            quick(name, pg, "Iallgather", ([pair[1], *hit], [pair[0], *hit]))
+            return None
     src = as_buffer(input_tensor, op=name, name="input_tensor")
     dst = as_buffer(output_tensor, writable=True, op=name, name="output_tensor")
     _validate.same_dtype(name, dst, src, "output_tensor", "input_tensor")
@@ -37,6 +45,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     rarr = dst.array
     count = src.numel
     dt = mpi_datatype(rarr.dtype)
+    if src.dtype in PLAIN:
+        _QUICK[(rarr.dtype, src.array.shape, rarr.shape, n)] = (count, dt)
     sendspec: Any = [src.array, count, dt]
     if count and np.may_share_memory(src.view, dst.view):
         mine = rarr.reshape(-1)[pg.my_rank * count:(pg.my_rank + 1) * count]
@@ -48,6 +58,14 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     return issue(name, pg, "Allgather", (sendspec, [rarr, count, dt]), dst.commit_hook,
                  async_op, [output_tensor], sig=lambda: {"dtype": src.dtype, "numel": count})
 
+
+# (dtype, input shape, output shape, group size) -> (count, MPI datatype): the calls the
+# general path validated, for all_gather_into_tensor's quick path
+_QUICK: dict[tuple, tuple[int, Any]] = {}
+
+# all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) ->
+# (nonblocking method, receive counts (with displacements for Iallgatherv), MPI datatype)
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any]] = {}
 
 all_gather_single = all_gather_into_tensor
 
@@ -65,6 +83,15 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
     if pg is None:
         return None
     n = pg.nranks
+    if not async_op:
+        # a list of adjacent views, of sizes an earlier call of the general path validated
+        outq = quick_list(tensor_list, n, True)
+        a = quick_array(tensor, False) if outq is not None else None
+        if a is not None and a.dtype == outq[1] and apart(a, outq[2], outq[3]):
+            hit = _QUICK_LISTS.get((a.dtype, a.size, pg.my_rank, *outq[4]))
+            if hit is not None:
+                quick(name, pg, hit[0], ([a, a.size, hit[2]], [outq[0], hit[1], hit[2]]))
+                return None
     src = as_buffer(tensor, op=name, name="tensor")
     outs = _validate.tensor_list(name, tensor_list, n, "tensor_list", writable=True,
                                  distinct=False)
@@ -91,6 +118,9 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         method, recvspec = "Allgather", [recv, counts[0], dt]
     else:
         method, recvspec = "Allgatherv", [recv, (counts, _pack.displs(counts)), dt]
+    if src.dtype in PLAIN:
+        _QUICK_LISTS[(recv.dtype, src.numel, pg.my_rank, *counts)] = (
+            "I" + method[0].lower() + method[1:], recvspec[1], dt)
 
     def finish() -> None:
         if staged:

@@ -8,12 +8,13 @@ from typing import Any
 import numpy as np
 
 from .._adapter import as_buffer
+from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
 from .._runtime import is_mpich
 from .._work import Work
 from . import _pack, _validate
-from ._call import issue
+from ._call import issue, quick, quick_list, quick_pair
 
 
 def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | None = None,
@@ -40,6 +41,17 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     if pg is None:
         return None
     n = pg.nranks
+    if not async_op:
+        # the common call, on shapes and split sizes an earlier call of the general path
+        # validated
+        pair = quick_pair(output, input)
+        if pair is not None:
+            key = _quick_key(pair[0], pair[1], pg, output_split_sizes, input_split_sizes)
+            hit = _QUICK.get(key) if key is not None else None
+            if hit is not None:
+                method, sc, rc, dt = hit
+                quick(name, pg, method, ([pair[1], sc, dt], [pair[0], rc, dt]))
+                return None
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
@@ -56,8 +68,12 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
         src.detach_input()
     sarr, rarr = src.array, dst.array
     dt = mpi_datatype(sarr.dtype)
+    quick_key = _quick_key(rarr, sarr, pg, output_split_sizes, input_split_sizes) \
+        if src.dtype in PLAIN else None
     if scounts is None and rcounts is None:
         args = ([sarr, sarr.size // n, dt], [rarr, rarr.size // n, dt])
+        if quick_key is not None:
+            _QUICK[quick_key] = ("Ialltoall", sarr.size // n, rarr.size // n, dt)
         return issue(name, pg, "Alltoall", args, dst.commit_hook, async_op, [output],
                      sig=lambda: {"dtype": src.dtype, "send": [sarr.size // n] * n,
                                   "recv": [rarr.size // n] * n})
@@ -71,8 +87,35 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
         scounts = [c * row for c in scounts]
         rcounts = [c * row for c in rcounts]
     args, own = _alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
+    if quick_key is not None and own is None:  # (copies: the counts may be the caller's lists)
+        (sc, sd), (rc, rd) = args[0][1], args[1][1]
+        _QUICK[quick_key] = ("Ialltoallv", (list(sc), sd), (list(rc), rd), dt)
     return issue(name, pg, "Alltoallv", args, _then(own, dst.commit_hook), async_op, [output],
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
+
+
+# The quick paths of all_to_all_single and all_to_all: the key of a call (_quick_key; for
+# lists, dtype, group size and rank, and the sizes) -> (nonblocking method, send and
+# receive counts (with displacements for Ialltoallv), MPI datatype), filled by the
+# general path once it has validated such a call and needs no step after MPI's
+_QUICK: dict[tuple, tuple[str, Any, Any, Any]] = {}
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any]] = {}
+
+
+def _quick_key(out: np.ndarray, inp: np.ndarray, pg: Any, osizes: Any,
+               isizes: Any) -> tuple | None:
+    """What all_to_all_single's validation depends on: dtype, shapes, group size (and
+    this rank's place in the group, with split sizes given as lists of ints); None for
+    other forms of split sizes (the general path)."""
+    if osizes is None and isizes is None:
+        return inp.dtype, inp.shape, out.shape, pg.nranks
+    if type(osizes) is list and type(isizes) is list and \
+            {*map(type, osizes), *map(type, isizes)} == _INT:
+        return inp.dtype, inp.shape, out.shape, pg.nranks, pg.my_rank, *isizes, None, *osizes
+    return None
+
+
+_INT = {int}
 
 
 # MPICH's Alltoallv sends a rank's block to itself through its message path, which
@@ -132,6 +175,16 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
     if pg is None:
         return None
     n = pg.nranks
+    if not async_op:
+        # lists of adjacent views, of sizes an earlier call of the general path validated
+        outq = quick_list(output_tensor_list, n, True)
+        inq = quick_list(input_tensor_list, n, False) if outq is not None else None
+        if inq is not None and outq[1] == inq[1] and (inq[3] <= outq[2] or outq[3] <= inq[2]):
+            hit = _QUICK_LISTS.get((inq[1], n, pg.my_rank, *inq[4], None, *outq[4]))
+            if hit is not None:
+                _, sc, rc, dt = hit
+                quick(name, pg, "Ialltoallv", ([inq[0], sc, dt], [outq[0], rc, dt]))
+                return None
     ins = _validate.tensor_list(name, input_tensor_list, n, "input_tensor_list", writable=False)
     outs = _validate.tensor_list(name, output_tensor_list, n, "output_tensor_list",
                                  writable=True, distinct=False)
@@ -148,6 +201,10 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         send = send.copy()
     args, own = _alltoallv_args(pg.my_rank, send, scounts, recv, rcounts,
                                 mpi_datatype(send.dtype))
+    if own is None and ins[0].dtype in PLAIN:
+        (sc, sd), (rc, rd) = args[0][1], args[1][1]
+        _QUICK_LISTS[(send.dtype, n, pg.my_rank, *scounts, None, *rcounts)] = (
+            "Ialltoallv", (sc, sd), (rc, rd), args[0][2])
     unpack = (lambda: _pack.unpack(recv, outs)) if staged else None
     return issue(name, pg, "Alltoallv", args, _then(own, unpack), async_op,
                  list(output_tensor_list), keep=(ins, outs),

@@ -81,7 +81,7 @@ def all_gather_coalesced(output_tensor_lists: list[list[Any]], input_tensor_list
     for i, lst in enumerate(output_tensor_lists):
         got = _validate.tensor_list(name, lst, len(ins), f"output_tensor_lists[{i}]",
                                     writable=True)
-        for j, (o, x) in enumerate(zip(got, ins)):
+        for j, (o, x) in enumerate(zip(got, ins, strict=True)):
             if o.numel != x.numel:
                 raise _Value(name, "numel_mismatch", "{arg} must have the size of {x}: "
                              "expected {expected} elements, got {got}",

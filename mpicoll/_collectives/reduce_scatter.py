@@ -7,12 +7,13 @@ from typing import Any
 import numpy as np
 
 from .._adapter import as_buffer
+from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
 from .._group import resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
-from ._call import issue
+from ._call import apart, issue, quick, quick_array, quick_list, quick_pair
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -29,11 +30,27 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     if pg is None:
         return None
     n = pg.nranks
+    if type(op) is ReduceOp and not async_op:
+        # the common call, on shapes, dtype and op an earlier call of the general path
+        # validated and found needing no step after MPI's
+        pair = quick_pair(output, input)
+        hit = _QUICK.get((pair[1].dtype, pair[1].shape, pair[0].shape, n, op)) if pair \
+            else None
+        if hit is not None:
+            count, dt, mpi_op = hit
+            quick(name, pg, "Ireduce_scatter_block",
+                  ([pair[1], count, dt], [pair[0], count, dt], mpi_op))
+            return None
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
     _validate.stacked_or_concat(name, src, dst, n, "input", "output")
     p = plan(dst.dtype, op, name)
+    if type(op) is ReduceOp and dst.dtype in PLAIN and \
+            not (p.widen or p.average or p.factor is not None):
+        arr = dst.array
+        _QUICK[(arr.dtype, src.array.shape, arr.shape, n, op)] = (
+            arr.size, mpi_datatype(arr.dtype), p.mpi_op)
     if np.may_share_memory(src.view, dst.view):
         src.detach_input()
     send = _reduce.send_side(p, src.array, src.dtype)
@@ -45,6 +62,16 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     return issue(name, pg, "Reduce_scatter_block", args, fin, async_op, [output],
                  sig=lambda: {"dtype": dst.dtype, "numel": count, "reduce_op": op_name(op)})
 
+
+# (dtype, input shape, output shape, group size, ReduceOp) -> (count, MPI datatype, MPI
+# op): the calls the general path validated, for reduce_scatter_tensor's quick path
+_QUICK: dict[tuple, tuple[int, Any, Any]] = {}
+
+# reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the
+# list) ->
+# (nonblocking method, count (an int for Ireduce_scatter_block, else the counts), MPI
+# datatype, MPI op)
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any]] = {}
 
 reduce_scatter_single = reduce_scatter_tensor
 
@@ -62,6 +89,19 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     if pg is None:
         return None
     n = pg.nranks
+    if type(op) is ReduceOp and not async_op:
+        # a list of adjacent views, of sizes, dtype and op an earlier call of the general
+        # path validated and found needing no step after MPI's
+        inq = quick_list(input_list, n, False)
+        a = quick_array(output) if inq is not None else None
+        if a is not None and a.dtype == inq[1] and apart(a, inq[2], inq[3]):
+            hit = _QUICK_LISTS.get((a.dtype, a.size, pg.my_rank, op, *inq[4]))
+            if hit is not None:
+                method, counts, dt, mpi_op = hit
+                args = ([inq[0], counts, dt], [a, counts, dt], mpi_op) if type(counts) \
+                    is int else ([inq[0], dt], [a, dt], counts, mpi_op)
+                quick(name, pg, method, args)
+                return None
     dst = as_buffer(output, writable=True, op=name, name="output")
     ins = _validate.tensor_list(name, input_list, n, "input_list", writable=False)
     _validate.same_dtype(name, dst, ins[0], "output", "input_list")
@@ -83,6 +123,11 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
                                                 p.mpi_op)
     else:
         method, args = "Reduce_scatter", ([send, dt], [recv, dt], counts, p.mpi_op)
+    if type(op) is ReduceOp and dst.dtype in PLAIN and \
+            not (p.widen or p.average or p.factor is not None):
+        _QUICK_LISTS[(recv.dtype, dst.numel, pg.my_rank, op, *counts)] = (
+            "I" + method[0].lower() + method[1:],
+            counts[0] if method == "Reduce_scatter_block" else list(counts), dt, p.mpi_op)
     fin = _reduce.finisher(p, recv, dst, n)
     return issue(name, pg, method, args, fin, async_op, [output], keep=ins,
                  sig=lambda: {"dtype": dst.dtype, "counts": counts, "reduce_op": op_name(op)})

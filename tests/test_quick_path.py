@@ -1,0 +1,318 @@
+"""The quick path of blocking calls (all_reduce, broadcast, all_to_all_single even and
+uneven, all_gather_into_tensor, reduce_scatter_tensor): once the general path has
+validated a call of some shapes, dtype and split sizes, later calls like it skip to MPI.
+These tests repeat calls and change what the quick path must not take for granted:
+values, split sizes changed in place, the group, overlapping and read-only arrays, bad
+input after good. Every result is checked against a numpy reference.
+"""
+
+from __future__ import annotations
+
+import _frameworks as frameworks
+import numpy as np
+import pytest
+from _reference import assert_equal, block, values
+from mpi4py import MPI
+
+import mpicoll as dist
+from mpicoll.errors import ArgumentTypeError, ArgumentValueError
+
+QUICK = frameworks.cross(["int64", "float32"], where=lambda fw, _: fw.name != "paddle")
+COLS = 2
+
+
+def _reduced(shape, size, salt, dtype):
+    return sum(values(dtype, shape, r, salt) for r in range(size))
+
+
+def _matrix(size, salt):
+    """Rows rank i sends to rank j; every row sum and column sum is size + 1, so the
+    shapes stay the same whatever the salt."""
+    return [[1 + (j == (i + salt) % size) for j in range(size)] for i in range(size)]
+
+
+def _a2a_input(me, size, m, dtype):
+    return np.concatenate([block(me, j, m[me][j], COLS, dtype) for j in range(size)])
+
+
+def _a2a_expected(me, size, m, dtype):
+    return np.concatenate([block(j, me, m[j][me], COLS, dtype) for j in range(size)])
+
+
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_repeated_calls_see_new_values(xp, dtype, rank, size, group):
+    shape = (size * 3, COLS)
+    ag_out = xp.empty((size * 3, COLS), dtype)
+    rs_out = xp.empty((3, COLS), dtype)
+    bc = xp.empty(shape, dtype)
+    for salt in range(4):
+        t = xp.tensor(values(dtype, shape, rank, salt), dtype)
+        dist.all_reduce(t, group=group)
+        assert_equal(t, _reduced(shape, size, salt, dtype), dtype)
+
+        mine = xp.tensor(values(dtype, (3, COLS), rank, salt), dtype)
+        dist.all_gather_into_tensor(ag_out, mine, group=group)
+        assert_equal(ag_out, np.concatenate([values(dtype, (3, COLS), r, salt)
+                                             for r in range(size)]), dtype)
+
+        big = xp.tensor(values(dtype, shape, rank, salt), dtype)
+        dist.reduce_scatter_tensor(rs_out, big, group=group)
+        assert_equal(rs_out, _reduced(shape, size, salt, dtype)[rank * 3:(rank + 1) * 3], dtype)
+
+        if rank == salt % size:
+            xp.fill(bc, salt + 5)
+        dist.broadcast(bc, group_src=salt % size, group=group)
+        assert_equal(bc, np.full(shape, salt + 5), dtype)
+
+
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_all_to_all_single_even_repeated(xp, dtype, rank, size, group):
+    for salt in range(3):
+        m = [[2] * size for _ in range(size)]
+        inp = _a2a_input(rank, size, m, dtype) + salt
+        out = xp.empty((2 * size, COLS), dtype)
+        dist.all_to_all_single(out, xp.tensor(inp, dtype), group=group)
+        assert_equal(out, _a2a_expected(rank, size, m, dtype) + salt, dtype)
+
+
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_split_sizes_changed_in_place(xp, dtype, rank, size, group):
+    # 1-D tensors, whose counts are the split sizes themselves: lists rewritten between
+    # calls, then new lists with the first values, are each honoured
+    isz, osz = [0] * size, [0] * size
+    out = xp.empty(((size + 1) * COLS,), dtype)
+    for salt, fresh in ((0, False), (1, False), (0, True), (1, True)):
+        m = _matrix(size, salt)
+        if fresh:
+            isz, osz = [0] * size, [0] * size
+        isz[:] = [c * COLS for c in m[rank]]
+        osz[:] = [m[j][rank] * COLS for j in range(size)]
+        inp = xp.tensor(_a2a_input(rank, size, m, dtype).reshape(-1), dtype)
+        dist.all_to_all_single(out, inp, osz, isz, group=group)
+        assert_equal(out, _a2a_expected(rank, size, m, dtype).reshape(-1), dtype)
+
+
+def test_another_group_where_this_rank_has_another_place(rank, size, group):
+    # the same shapes and split lists on a group whose ranks are in reverse order
+    reverse = MPI.COMM_WORLD.Split(0, size - 1 - rank)
+    try:
+        for comm in (group, reverse, group, reverse):
+            me = rank if comm is group else comm.Get_rank()
+            m = _matrix(size, 1)
+            out = np.full((size + 1, COLS), -1, np.int64)
+            dist.all_to_all_single(out, _a2a_input(me, size, m, "int64"),
+                                   [m[j][me] for j in range(size)], list(m[me]), group=comm)
+            assert_equal(out, _a2a_expected(me, size, m, "int64"), "int64")
+    finally:
+        reverse.Free()
+
+
+def test_overlapping_and_read_only_arrays_after_warm_up(rank, size, group):
+    m = [[1] * size for _ in range(size)]
+    src = _a2a_input(rank, size, m, "int64")
+    out = np.empty_like(src)
+    dist.all_to_all_single(out, src, group=group)  # warm up on distinct arrays
+    both = src.copy()
+    dist.all_to_all_single(both, both, group=group)  # output is input
+    assert_equal(both, _a2a_expected(rank, size, m, "int64"), "int64")
+    frozen = src.copy()
+    frozen.flags.writeable = False
+    dist.all_to_all_single(out, frozen, group=group)
+    assert_equal(out, _a2a_expected(rank, size, m, "int64"), "int64")
+
+    chunk = values("int64", (2, COLS), rank)
+    gathered = np.zeros((size * 2, COLS), np.int64)
+    dist.all_gather_into_tensor(gathered, chunk, group=group)
+    gathered[:] = 0
+    gathered[rank * 2:(rank + 1) * 2] = chunk  # in place: the input is this rank's chunk
+    dist.all_gather_into_tensor(gathered, gathered[rank * 2:(rank + 1) * 2], group=group)
+    assert_equal(gathered, np.concatenate([values("int64", (2, COLS), r)
+                                           for r in range(size)]), "int64")
+
+
+def test_bad_input_after_warm_up_still_raises(rank, size, group):
+    # every call below is refused on every rank before anything is sent
+    m = [[1] * size for _ in range(size)]
+    src = _a2a_input(rank, size, m, "int64")
+    out = np.empty_like(src)
+    dist.all_to_all_single(out, src, [1] * size, [1] * size, group=group)
+    dist.all_to_all_single(out, src, [1] * size, [1] * size, group=group)
+    out[:] = -1
+    with pytest.raises(ArgumentTypeError, match="input_split_sizes"):
+        dist.all_to_all_single(out, src, [1] * size, [True] * size, group=group)
+    with pytest.raises(ArgumentValueError, match="dtype"):
+        dist.all_to_all_single(out, src.astype(np.int32), group=group)
+    with pytest.raises(ArgumentValueError, match="output"):
+        dist.all_to_all_single(out[:-1], src, group=group)
+    assert (out == -1).all()
+
+    t = np.arange(size * 2, dtype=np.float32)
+    r = np.empty(2, np.float32)
+    dist.reduce_scatter_tensor(r, t, group=group)
+    with pytest.raises(ArgumentValueError, match="op"):
+        dist.reduce_scatter_tensor(r, t, op=dist.ReduceOp.BAND, group=group)
+    with pytest.raises(ArgumentValueError, match="output"):
+        dist.reduce_scatter_tensor(np.empty(3, np.float32), t, group=group)
+    g = np.empty(size * 2, np.float32)
+    dist.all_gather_into_tensor(g, r, group=group)
+    with pytest.raises(ArgumentValueError, match="dtype"):
+        dist.all_gather_into_tensor(g, r.astype(np.float64), group=group)
+
+
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_the_quick_path_is_taken(xp, dtype, rank, size, group, monkeypatch):
+    # after one call has been validated, its like goes straight to MPI: the general
+    # path's adapter is not called again
+    from mpicoll._collectives import all_gather, all_to_all, reduce_scatter
+
+    m = [[1] * size for _ in range(size)]
+    src = xp.tensor(_a2a_input(rank, size, m, dtype), dtype)
+    out = xp.empty((size, COLS), dtype)
+    small = xp.empty((1, COLS), dtype)
+    sizes = [1] * size
+
+    def calls():
+        dist.all_to_all_single(out, src, group=group)
+        dist.all_to_all_single(out, src, sizes, sizes, group=group)
+        dist.all_gather_into_tensor(out, xp.tensor(block(rank, 0, 1, COLS, dtype), dtype),
+                                    group=group)
+        dist.reduce_scatter_tensor(small, src, group=group)
+
+    calls()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the general path was taken")
+
+    for module in (all_gather, all_to_all, reduce_scatter):
+        monkeypatch.setattr(module, "as_buffer", refuse)
+    calls()
+    assert_equal(small, sum(_a2a_input(r, size, m, dtype) for r in range(size))[rank:rank + 1],
+                 dtype)
+
+
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_list_forms_repeated(xp, dtype, rank, size, group):
+    # lists of adjacent views (x.chunk(n)), the same lists at every call, new values
+    send = xp.tensor(np.zeros(size * 3, dtype), dtype)
+    recv = xp.empty((size * 3,), dtype)
+    sends, recvs = xp.pieces(send, [3] * size), xp.pieces(recv, [3] * size)
+    out = xp.empty((3,), dtype)
+    for salt in range(3):
+        mine = values(dtype, (size * 3,), rank, salt)
+        xp.fill(send, 0)
+        for j, piece in enumerate(sends):
+            piece[...] = xp.tensor(mine[j * 3:(j + 1) * 3], dtype)
+        dist.all_to_all(recvs, sends, group=group)
+        assert_equal(recv, np.concatenate([values(dtype, (size * 3,), j, salt)[rank * 3:
+                                                                           (rank + 1) * 3]
+                                           for j in range(size)]), dtype)
+        dist.reduce_scatter(out, sends, group=group)
+        assert_equal(out, _reduced((size * 3,), size, salt, dtype)[rank * 3:(rank + 1) * 3],
+                     dtype)
+        dist.all_gather(recvs, xp.tensor(mine[:3], dtype), group=group)
+        assert_equal(recv, np.concatenate([values(dtype, (size * 3,), j, salt)[:3]
+                                           for j in range(size)]), dtype)
+
+
+def test_list_forms_that_are_not_adjacent_after_warm_up(rank, size, group):
+    # the same sizes as a validated call, but pieces apart, reversed or overlapping
+    send = values("int64", (size * 2,), rank)
+    recv = np.full(size * 2, -1, np.int64)
+    dist.all_to_all(np.split(recv, size), np.split(send, size), group=group)
+    expected = np.concatenate([values("int64", (size * 2,), j)[rank * 2:(rank + 1) * 2]
+                               for j in range(size)])
+    apart = [np.full(2, -1, np.int64) for _ in range(size)]
+    dist.all_to_all(apart, np.split(send, size), group=group)
+    assert_equal(np.concatenate(apart), expected, "int64")
+    backwards = np.full(size * 2, -1, np.int64)
+    pieces = np.split(backwards, size)[::-1]
+    dist.all_to_all(pieces, np.split(send, size), group=group)
+    assert_equal(np.concatenate(pieces), expected, "int64")
+    both = send.copy()  # outputs are the inputs: the general path copies the inputs first
+    dist.all_to_all(np.split(both, size), np.split(both, size), group=group)
+    assert_equal(both, expected, "int64")
+
+
+def test_list_forms_bad_input_after_warm_up(rank, size, group):
+    send = values("float32", (size * 2,), rank)
+    recv = np.full(size * 2, -1, np.float32)
+    out = np.full(2, -1, np.float32)
+    dist.all_to_all(np.split(recv, size), np.split(send, size), group=group)
+    dist.reduce_scatter(out, np.split(send, size), group=group)
+    dist.all_gather(np.split(recv, size), send[:2].copy(), group=group)
+    recv[:] = -1
+    out[:] = -1
+    with pytest.raises(ArgumentValueError, match="tensor_list"):
+        dist.all_gather(np.split(recv, size), send[:1].copy(), group=group)
+    with pytest.raises(ArgumentValueError, match="output_tensor_list"):
+        dist.all_to_all(np.split(recv, size)[:-1] + [np.empty(0, np.float32)] * (size == 1),
+                        np.split(send, size) if size > 1 else [send[:1]], group=group)
+    with pytest.raises(ArgumentValueError, match="dtype"):
+        dist.all_to_all(np.split(recv, size), np.split(send.astype(np.float64), size),
+                        group=group)
+    with pytest.raises(ArgumentValueError, match="op"):
+        dist.reduce_scatter(out, np.split(send, size), op=dist.ReduceOp.BOR, group=group)
+    with pytest.raises(ArgumentValueError, match="output"):
+        dist.reduce_scatter(np.empty(3, np.float32), np.split(send, size), group=group)
+    assert (recv == -1).all() and (out == -1).all()
+
+
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_the_quick_path_of_lists_is_taken(xp, dtype, rank, size, group, monkeypatch):
+    from mpicoll._collectives import _validate, all_gather, reduce_scatter
+
+    send = xp.tensor(np.arange(size * 2), dtype)
+    recv, out = xp.empty((size * 2,), dtype), xp.empty((2,), dtype)
+    sends, recvs = xp.pieces(send, [2] * size), xp.pieces(recv, [2] * size)
+
+    def calls():
+        dist.all_to_all(recvs, sends, group=group)
+        dist.all_gather(recvs, out, group=group)
+        dist.reduce_scatter(out, sends, group=group)
+
+    calls()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the general path was taken")
+
+    monkeypatch.setattr(_validate, "tensor_list", refuse)
+    for module in (all_gather, reduce_scatter):
+        monkeypatch.setattr(module, "as_buffer", refuse)
+    xp.fill(out, 1)
+    calls()
+    assert_equal(recv, np.ones(size * 2), dtype)  # out (ones) gathered from every rank
+    assert_equal(out, np.arange(size * 2)[rank * 2:rank * 2 + 2] * size, dtype)
+
+
+def test_torch_tensor_changed_in_place_after_warm_up(rank, size, group):
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(8)
+    t.as_strided_((4,), (1,))
+    t.fill_(1)
+    dist.all_reduce(t, group=group)
+    assert t.tolist() == [size] * 4
+    # the same object, now a strided view of its memory: not contiguous any more
+    t.as_strided_((4,), (2,))
+    t.fill_(2)
+    dist.all_reduce(t, group=group)
+    assert t.tolist() == [2 * size] * 4
+    t.set_(torch.full((64,), 3.0))  # the same object, other memory of another size
+    dist.all_reduce(t, group=group)
+    assert t.tolist() == [3 * size] * 64
+    t.requires_grad_()  # now the general path's: written without recording autograd history
+    dist.all_reduce(t, group=group)
+    assert t.tolist() == [3 * size * size] * 64 and t.grad_fn is None
+
+
+def test_torch_tensors_are_not_kept_alive(rank, size, group):
+    import gc
+    import weakref
+
+    torch = pytest.importorskip("torch")
+    t = torch.ones(16)
+    dist.all_reduce(t, group=group)
+    dist.all_reduce(t, group=group)
+    gone = weakref.ref(t)
+    del t
+    gc.collect()
+    assert gone() is None
