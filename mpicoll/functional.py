@@ -20,6 +20,7 @@ import numpy as np
 
 import mpicoll as _m
 
+from . import _route
 from ._adapter.alloc import empty as _empty
 from ._collectives.reduce_op import ReduceOp
 
@@ -67,6 +68,8 @@ def _views(flat: Any, shapes: list[tuple[int, ...]]) -> list[Any]:
 
 def all_reduce(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """A new array: the reduction of ``input`` over ``group``. Call on every rank."""
+    if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
+        return face.all_reduce(input, op, group)
     out, wrap = _copy(input)
     _m.all_reduce(out, op, group)
     return _done(out, wrap)
@@ -75,6 +78,8 @@ def all_reduce(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
 def broadcast(input: Any, src: int | None = None, group: Any = None,
               group_src: int | None = None) -> Any:
     """A new array holding the source rank's ``input`` (same shape on every rank)."""
+    if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
+        return face.broadcast(input, src, group, group_src)
     out, wrap = _copy(input)
     _m.broadcast(out, src, group, False, group_src)
     return _done(out, wrap)
@@ -83,6 +88,8 @@ def broadcast(input: Any, src: int | None = None, group: Any = None,
 def reduce(input: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
            group_dst: int | None = None) -> Any:
     """A new array: the reduction on the destination, a copy of ``input`` elsewhere."""
+    if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
+        return face.reduce(input, dst, op, group, group_dst)
     out, wrap = _copy(input)
     _m.reduce(out, dst, op, group, False, group_dst)
     return _done(out, wrap)
@@ -90,6 +97,8 @@ def reduce(input: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: An
 
 def all_gather_into_tensor(input: Any, group: Any = None, stacked: bool = False) -> Any:
     """Every rank's ``input`` (all of one shape) concatenated along dim 0, or stacked."""
+    if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
+        return face.all_gather_into_tensor(input, group, stacked)
     n = _size(group, "all_gather_into_tensor")
     s = _shape(input)
     shape = (n, *s) if stacked or not s else (n * s[0], *s[1:])
@@ -100,6 +109,8 @@ def all_gather_into_tensor(input: Any, group: Any = None, stacked: bool = False)
 
 def all_gather(input: Any, group: Any = None) -> list[Any]:
     """Every rank's ``input`` as a list; shapes may differ per rank (negotiated)."""
+    if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
+        return face.all_gather(input, group)
     shapes: list[Any] = [None] * _size(group, "all_gather")
     _m.all_gather_object(shapes, _shape(input), group)  # one small exchange of shapes
     if len({len(s) for s in shapes}) > 1 or len({s[1:] for s in shapes}) > 1:
@@ -113,6 +124,8 @@ def all_gather(input: Any, group: Any = None) -> list[Any]:
 
 def reduce_scatter_tensor(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """This rank's chunk (dim 0 split in group-size parts) of the reduced ``input``."""
+    if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
+        return face.reduce_scatter_tensor(input, op, group)
     n = _size(group, "reduce_scatter_tensor")
     s = _shape(input)
     if not s or s[0] % n:
@@ -125,6 +138,8 @@ def reduce_scatter_tensor(input: Any, op: Any = ReduceOp.SUM, group: Any = None)
 
 def reduce_scatter(input_list: list[Any], op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """The reduction of every rank's ``input_list[rank]`` (sizes may differ per index)."""
+    if (face := _route.face(input_list)) is not None:  # torch autograd, JAX tracers
+        return face.reduce_scatter(input_list, op, group)
     n = _size(group, "reduce_scatter")
     if not isinstance(input_list, (list, tuple)) or len(input_list) != n:
         raise ValueError(f"reduce_scatter: input_list must have one tensor per rank: "
@@ -145,6 +160,8 @@ def all_to_all_single(input: Any, output_split_sizes: list[int] | None = None,
         small all-to-all of counts) and ``(output, output_split_sizes)`` is
         returned.
     """
+    if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
+        return face.all_to_all_single(input, output_split_sizes, input_split_sizes, group)
     n = _size(group, "all_to_all_single")
     s = _shape(input)
     if not s:
@@ -170,6 +187,8 @@ def all_to_all(input_tensor_list: list[Any], group: Any = None) -> list[Any]:
 
     Shapes may differ per peer: they are negotiated with one small all-to-all.
     """
+    if (face := _route.face(input_tensor_list)) is not None:  # torch autograd, JAX tracers
+        return face.all_to_all(input_tensor_list, group)
     n = _size(group, "all_to_all")
     if not isinstance(input_tensor_list, (list, tuple)) or len(input_tensor_list) != n:
         raise ValueError(f"all_to_all: input_tensor_list must have one tensor per rank: "

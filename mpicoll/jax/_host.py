@@ -1,0 +1,130 @@
+"""[2]/[3] The host side of a JAX collective: numpy arrays in, mpicoll's in-place call.
+
+``run`` is what the callback executes, on XLA's thread under ``jax.jit`` or on
+the caller's eagerly. It writes the result into ``out`` (XLA's own output buffer
+on the CPU) with the in-place collectives of ``mpicoll``, so the semantics, the
+reductions (bfloat16, NaN-keeping MIN/MAX, ...), checked mode and the watchdog
+are the ones every other face has.
+
+Compiled collectives run on a *twin* of each group, a duplicate of its
+communicator: they can run on XLA's thread while the main thread issues other
+collectives, and collectives on different communicators never match each other.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+import mpicoll as _m
+
+from .._collectives.reduce_op import ReduceOp
+from .._group import ProcessGroup, resolve
+
+
+class Twin:
+    """The duplicate of a group that mpicoll.jax communicates on (a static JAX
+    parameter: hashed and compared by identity)."""
+
+    __slots__ = ("__weakref__", "group", "rank", "ranks", "size")
+
+    def __init__(self, group: ProcessGroup | None, rank: int, size: int,
+                 ranks: list[int]) -> None:
+        self.group = group
+        self.rank = rank
+        self.size = size
+        self.ranks = ranks
+
+    def global_rank(self, group_rank: int) -> int:
+        return self.ranks[group_rank]
+
+    def __repr__(self) -> str:
+        return f"Twin(ranks={self.ranks})"
+
+
+NO_GROUP = Twin(None, 0, 1, [0])  # the probe's: communicates with nobody
+
+_twins: weakref.WeakKeyDictionary[ProcessGroup, Twin] = weakref.WeakKeyDictionary()
+
+
+def twin(group: Any, op: str) -> Twin:
+    """The twin of ``group`` (None: WORLD; a ProcessGroup or an mpi4py Intracomm).
+
+    Made on first use, by a collective ``Dup`` on the group's communicator: that is at
+    trace time, on the main thread, where every rank reaches the same call in the
+    same order.
+    """
+    pg = resolve(group, op)
+    if pg is None:
+        raise ValueError(f"{op}: this rank is not a member of group")
+    if pg.comm is None:
+        raise ValueError(f"{op}: group {pg.name!r} was destroyed")
+    t = _twins.get(pg)
+    if t is None or t.group is None or t.group.comm is None:
+        dup = ProcessGroup(pg.comm.Dup(), list(pg.ranks), name=f"{pg.name}:jax",
+                           desc="mpicoll.jax", timeout=pg.timeout)
+        t = _twins[pg] = Twin(dup, pg.my_rank, pg.nranks, list(pg.ranks))
+    return t
+
+
+def reduce_op(spec_op: tuple[str, Any]) -> Any:
+    """A ReduceOp from its static form ``(name, factor)``."""
+    name, factor = spec_op
+    return ReduceOp.premul_sum(factor) if name == "PREMUL_SUM" else ReduceOp[name]
+
+
+def _rows(a: np.ndarray, counts: tuple[int, ...]) -> list[np.ndarray]:
+    """Adjacent row blocks of ``a`` (views: gathered or scattered without a copy)."""
+    edges = np.cumsum((0, *counts))
+    return [a[edges[i]:edges[i + 1]] for i in range(len(counts))]
+
+
+def run(kind: str, spec: tuple, t: Twin, src: np.ndarray, out: np.ndarray) -> None:
+    """Collective ``kind`` from ``src`` into ``out`` over ``t``'s group (every rank)."""
+    pg = t.group
+    if kind in ("all_reduce", "broadcast", "reduce") and not np.may_share_memory(out, src):
+        np.copyto(out, src)  # unless XLA gave the input's buffer as the output
+    if kind == "all_reduce":
+        _m.all_reduce(out, reduce_op(spec[0]), pg)
+    elif kind == "broadcast":
+        _m.broadcast(out, group=pg, group_src=spec[0])
+    elif kind == "reduce":
+        _m.reduce(out, op=reduce_op(spec[1]), group=pg, group_dst=spec[0])
+    elif kind == "all_gather":
+        if spec[0] is None:
+            _m.all_gather_into_tensor(out, src, pg)
+        else:
+            _m.all_gather(_rows(out, spec[0]), src, pg)
+    elif kind == "reduce_scatter":
+        if spec[0] is None:
+            _m.reduce_scatter_tensor(out, src, reduce_op(spec[1]), pg)
+        else:
+            _m.reduce_scatter(out, _rows(src, spec[0]), reduce_op(spec[1]), pg)
+    elif kind == "all_to_all":
+        scounts, rcounts = spec
+        _m.all_to_all_single(out, src, None if rcounts is None else list(rcounts),
+                             None if scounts is None else list(scounts), pg)
+    elif kind == "sendrecv":
+        _sendrecv(spec, t, src, out)
+    elif kind == "_probe":
+        np.add(src, 1, out=out)
+    else:
+        raise AssertionError(kind)
+
+
+def _sendrecv(spec: tuple, t: Twin, src: np.ndarray, out: np.ndarray) -> None:
+    dst, source, tag = spec
+    if dst == t.rank and source == t.rank:
+        np.copyto(out, src)
+        return
+    ops = []
+    if dst is not None:
+        ops.append(_m.P2POp(_m.isend, src, group=t.group, tag=tag, group_peer=dst))
+    if source is not None:
+        ops.append(_m.P2POp(_m.irecv, out, group=t.group, tag=tag, group_peer=source))
+    else:
+        out.fill(0)
+    for work in _m.batch_isend_irecv(ops) if ops else ():
+        work.wait()
