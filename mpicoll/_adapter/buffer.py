@@ -104,8 +104,9 @@ def _dlpack_view(x: Any, writable: bool, op: str, name: str) -> View:
 _HANDLERS: dict[type, Callable[[Any, bool, str, str], View]] = {}
 
 
-# Exact type -> the hook's ``quick``: its memory as a plain numpy array, or None
-_QUICKERS: dict[type, Callable[[Any], np.ndarray | None]] = {}
+# Exact type -> the hook's ``quick``: its memory as a C-contiguous, writable numpy array
+# of a plain dtype, or None
+QUICKERS: dict[type, Callable[[Any], np.ndarray | None]] = {}
 
 
 def quick_array(x: Any, writable: bool = True) -> np.ndarray | None:
@@ -114,20 +115,19 @@ def quick_array(x: Any, writable: bool = True) -> np.ndarray | None:
     tensors once one has been seen by :func:`as_buffer`); else None, and
     :func:`as_buffer` is the way."""
     if type(x) is np.ndarray:
-        a = x
-    else:
-        q = _QUICKERS.get(type(x))
-        a = q(x) if q is not None else None
-        if a is None:
-            return None
-    f = a.flags
-    return a if f.c_contiguous and (f.writeable or not writable) else None
+        f = x.flags
+        # carray: C-contiguous, aligned and writeable, read in one attribute
+        return x if (f.carray if writable else f.c_contiguous) else None
+    q = QUICKERS.get(type(x))
+    # a hook's quick view is C-contiguous and writable by contract (it is over the
+    # tensor's own memory, which the tensor may write): nothing more to check
+    return q(x) if q is not None else None
 
 
 def _handler(x: Any, op: str, name: str) -> Callable[[Any, bool, str, str], View]:
     if detect.is_torch_tensor(x):
         h = hooks("torch").view_of
-        _QUICKERS[type(x)] = hooks("torch").quick
+        QUICKERS[type(x)] = hooks("torch").quick
     elif detect.is_paddle_tensor(x):
         h = hooks("paddle").view_of
     elif detect.is_cupy_array(x):

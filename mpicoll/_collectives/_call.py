@@ -8,6 +8,7 @@ from typing import Any
 from numpy import ndarray as _ndarray
 
 from .. import _departures
+from .._adapter.buffer import QUICKERS
 from .._adapter.buffer import quick_array as _quick_array
 from .._checkmode import verify
 from .._env import settings as _settings
@@ -97,13 +98,26 @@ def quick_pair(output: Any, input: Any) -> tuple[Any, Any] | None:
     None."""
     if _settings().check:
         return None
-    r = output if type(output) is _ndarray else _quick_array(output)
-    s = input if type(input) is _ndarray else _quick_array(input, False)
-    if r is None or s is None:
-        return None
-    fr, fs = r.flags, s.flags
-    if not (fr.c_contiguous and fr.writeable and fs.c_contiguous) or r.dtype != s.dtype or \
-            r.size > _INT_MAX or s.size > _INT_MAX or may_share_memory(s, r):
+    # quick_array's two tests, inline (this is the per-call path)
+    if type(output) is _ndarray:
+        if not output.flags.carray:
+            return None
+        r = output
+    else:
+        q = QUICKERS.get(type(output))
+        r = q(output) if q is not None else None
+        if r is None:
+            return None
+    if type(input) is _ndarray:
+        if not input.flags.c_contiguous:
+            return None
+        s = input
+    else:
+        q = QUICKERS.get(type(input))
+        s = q(input) if q is not None else None
+        if s is None:
+            return None
+    if r.dtype != s.dtype or r.size > _INT_MAX or s.size > _INT_MAX or may_share_memory(s, r):
         return None
     return r, s
 

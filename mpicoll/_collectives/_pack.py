@@ -49,12 +49,13 @@ def span(items: Any, writable: bool, convert: Any = None) -> tuple[Any, int, int
     """(first non-empty array, start address, end address, sizes) of arrays that lie end
     to end, C-contiguous, of one dtype (writable if ``writable``); the first is None when
     all are empty; None for anything else. Items that are not numpy arrays go through
-    ``convert`` (None from it: None)."""
+    ``convert`` (None from it: None), which must return C-contiguous writable arrays."""
     first = None
     start = end = 0
     sizes = []
     for a in items:
-        if type(a) is not np.ndarray:
+        converted = type(a) is not np.ndarray
+        if converted:  # a quick view: C-contiguous and writable by contract
             a = convert(a) if convert is not None else None
             if a is None:
                 return None
@@ -64,9 +65,10 @@ def span(items: Any, writable: bool, convert: Any = None) -> tuple[Any, int, int
             if first is None and sizes and a.dtype != items[0].dtype:
                 return None
             continue
-        f = a.flags
-        if not f.c_contiguous or (writable and not f.writeable):
-            return None
+        if not converted:
+            f = a.flags
+            if not f.c_contiguous or (writable and not f.writeable):
+                return None
         addr = _address(a).address  # 0.1 us, where a.ctypes.data costs 1 us
         if first is None:
             first, start, dtype = a, addr, a.dtype
