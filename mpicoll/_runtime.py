@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -58,5 +59,8 @@ def _install_abort_hook(MPI: Any) -> None:
         sys.stderr.flush()
         time.sleep(0.5)  # let the launcher forward the traceback before the job is killed
         MPI.COMM_WORLD.Abort(status)
+        # MPI_Abort should not return; where it does (seen: MPICH under srun --mpi=pmi2,
+        # after Slurm's SIGTERM), end this process here: never report twice
+        os._exit(status)
 
     sys.excepthook = abort_on_exception

@@ -188,6 +188,9 @@ class _Watchdog:
         sys.stderr.flush()
         time.sleep(0.5)  # let the launcher forward the report before the job is killed
         MPI.COMM_WORLD.Abort(status)
+        # MPI_Abort should not return; where it does (seen: MPICH under srun --mpi=pmi2,
+        # after Slurm's SIGTERM), end this process here: never report twice
+        os._exit(status)
 
 
 watchdog = _Watchdog()
