@@ -59,6 +59,17 @@ test-multihost: venv
 	if [ $$rc -eq 77 ]; then echo "test-multihost: SKIPPED (not passed): see the line above"; \
 	else exit $$rc; fi
 
+## A real Slurm cluster (munge, slurmctld, one slurmd per simulated host; installed with
+## apt-get if missing): docs/examples/slurm_job.sh through sbatch, seeds and DDP under srun
+## and mpiexec, scancel / time limit / a failing rank, sacct. Exit 77 means the machine
+## cannot run Slurm (not root, no packages): reported as SKIPPED, never as passed.
+## Not yet part of `make test`: one job (Paddle's seed under srun --mpi=pmi2) hung once
+## in seven lane runs, with an unexplained PMI-2 protocol error (docs/hpc.md).
+test-slurm: venv
+	@rc=0; VENV=$(VENV) timeout --foreground -k 60 1800 bash tests/slurm/run.sh || rc=$$?; \
+	if [ $$rc -eq 77 ]; then echo "test-slurm: SKIPPED (not passed): see the line above"; \
+	else exit $$rc; fi
+
 ## Opt-in: messages of more than 2**31 elements (needs about 8 GiB of memory).
 test-large: venv
 	timeout 1800 $(MPIEXEC) -n 2 $(PY) tests/scripts/large_messages.py
