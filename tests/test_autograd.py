@@ -153,7 +153,7 @@ EAGER = ["all_reduce:SUM", "all_reduce:MAX", "broadcast", "all_gather_uneven",
                          [(c, False) for c in EAGER],
                          ids=[f"{c}-jit" for c in CASES] + [f"{c}-eager" for c in EAGER])
 def test_jax_grad_matches_one_process(case, jit, rank, size):
-    jax = pytest.importorskip("jax")
+    import jax
     import jax.numpy as jnp
 
     ops = _jax_ops()
@@ -177,7 +177,7 @@ def test_jax_grad_matches_one_process(case, jit, rank, size):
 
 
 def test_jax_second_order_and_vmap_of_grad(rank, size):
-    jax = pytest.importorskip("jax")
+    import jax
     import jax.numpy as jnp
 
     import mpicoll.jax as mj
@@ -197,7 +197,7 @@ def test_jax_second_order_and_vmap_of_grad(rank, size):
 
 
 def test_jax_grad_refuses_ops_without_a_gradient(rank, size):
-    jax = pytest.importorskip("jax")
+    import jax
     import jax.numpy as jnp
 
     import mpicoll.jax as mj
@@ -243,7 +243,7 @@ def _torch_ops():
 
 @pytest.mark.parametrize("case", [c for c in CASES if c != "sendrecv"])
 def test_torch_autograd_matches_one_process(case, rank, size):
-    torch = pytest.importorskip("torch")
+    import torch
     ops = _torch_ops()
     mine = [torch.from_numpy(a).requires_grad_() for a in _inputs(rank, size, case)]
     _loss(_torch_collective(case, mine, rank, size), rank, ops).backward()
@@ -258,7 +258,7 @@ def test_torch_autograd_matches_one_process(case, rank, size):
 
 
 def test_torch_without_grad_takes_functional_path(rank, size):
-    torch = pytest.importorskip("torch")
+    import torch
     x = torch.ones(3, requires_grad=True)
     with torch.no_grad():
         y = F.all_reduce(x)
@@ -268,7 +268,7 @@ def test_torch_without_grad_takes_functional_path(rank, size):
 
 
 def test_torch_list_outputs_may_be_changed_in_place(rank, size):
-    torch = pytest.importorskip("torch")
+    import torch
     x = torch.ones(3, requires_grad=True)
     outs = F.all_gather(x * 2)  # as torch's: separate tensors, not views of one buffer
     outs[rank].mul_(3)
@@ -277,7 +277,7 @@ def test_torch_list_outputs_may_be_changed_in_place(rank, size):
 
 
 def test_torch_backward_refuses_ops_without_a_gradient(rank, size):
-    torch = pytest.importorskip("torch")
+    import torch
     y = F.all_reduce(torch.ones(2, requires_grad=True), op=OP.PRODUCT)  # forward runs
     np.testing.assert_array_equal(y.detach().numpy(), np.ones(2))
     with pytest.raises(RuntimeError, match=r"backward is defined for op SUM.*not PRODUCT"):
@@ -288,7 +288,7 @@ def test_torch_tensor_parallel_layer_trains_like_one_process(rank, size):
     """A column-parallel linear layer: each rank holds a slice of W's columns, computes
     its slice of the features, and all_gather joins them for the rest of the model.
     Each rank scores its own half of the batch; the summed loss is the one process's."""
-    torch = pytest.importorskip("torch")
+    import torch
     gen = torch.Generator().manual_seed(0)
     w_full = torch.randn(4, 2 * size, generator=gen)
     head = torch.randn(2 * size, 1, generator=gen)
