@@ -12,24 +12,44 @@ exactly whether an operation can still complete:
 - one already waiting (inside MPI, where no exception can reach) is reported
   by the monitor thread, which then ends the job.
 
+Every notice is acknowledged (by the peer's monitor thread, or by its own exit
+sequence when it leaves too), and a leaving rank finalizes MPI only once every peer
+it told has answered (at most ``LINGER`` seconds). A message that nobody receives
+must not be left behind: over TCP (MPICH's OFI ``tcp`` provider, the netmod used
+under ``srun --mpi=pmi2``) a process that closes its connection with unread data
+resets it, and its peer, still finalizing, fails in ``MPI_Finalize`` with "OFI
+poll failed (Input/output error)". Because a peer's notice to this rank is always
+sent before its acknowledgement, and the exit loop receives with ``MPI_ANY_TAG``
+(messages from one sender are matched in the order they were sent), once every
+acknowledgement is in, nothing more is on its way to this rank.
+
 Costs nothing per call (one truthiness test of ``left``); at exit, one small
-message to each peer. Needs MPI_THREAD_MULTIPLE (mpi4py's default): the monitor
-thread receives the notices.
+message to each peer and its answer. Needs MPI_THREAD_MULTIPLE (mpi4py's default):
+the monitor thread receives the notices.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
 from typing import Any
 
 from .errors import PeerExited, torch_flavoured
 
 TAG = 1  # an exit notice
 QUERY, REPLY = 2, 3  # at a timeout: "how far are you on this group?" and the answer
+ACK = 4  # "your exit notice arrived"
+LINGER = 10.0  # seconds a leaving rank waits for its notices' acknowledgements
 # global rank -> its notice: {"status": int | None, "groups": {key: (seq, sent, received)}}
 left: dict[int, dict[str, Any]] = {}
 _ctrl: Any = None  # the private communicator, None when notices are off
 _announced = False
 _set_up = False
+# held while a thread takes in notices or sends this rank's own: a notice is recorded
+# in ``left`` before it is acknowledged, so this rank never notifies a peer that it
+# has acknowledged as gone (whose connection may be closed by then)
+_lock = threading.Lock()
 
 
 def setup(MPI: Any) -> None:
@@ -53,33 +73,79 @@ def _progress(pg: Any, group_rank: int) -> tuple[int, int, int]:
 
 
 def announce(status: int | None) -> None:
-    """Tell every peer still here that this rank leaves (once, at exit)."""
+    """Tell every peer still here that this rank leaves (once, at exit), and wait
+    until each has acknowledged it (at most ``LINGER`` seconds)."""
     global _announced
     if _ctrl is None or _announced:
         return
-    _announced = True
     from ._group import all_groups
     from ._mpi import MPI
 
     me = _ctrl.Get_rank()
-    groups = all_groups()
-    reqs = []
-    for peer in range(_ctrl.Get_size()):
-        if peer == me or peer in left:
-            continue
-        mine = {}
-        for pg in groups:
-            idx = pg._index.get(peer)
-            if idx is not None:
-                mine[pg.key] = _progress(pg, idx)
-        try:
-            reqs.append(_ctrl.isend({"status": status, "groups": mine}, dest=peer, tag=TAG))
-        except MPI.Exception:
-            pass
+    with _lock:
+        _announced = True  # from now on only this thread takes in messages
+        _take_in_notices()
+        groups = all_groups()
+        reqs, owed = [], set()
+        for peer in range(_ctrl.Get_size()):
+            if peer == me or peer in left:
+                continue
+            mine = {}
+            for pg in groups:
+                idx = pg._index.get(peer)
+                if idx is not None:
+                    mine[pg.key] = _progress(pg, idx)
+            try:
+                reqs.append(_ctrl.isend({"status": status, "groups": mine}, dest=peer,
+                                        tag=TAG))
+                owed.add(peer)
+            except MPI.Exception:
+                pass
+    status_ = MPI.Status()
+    deadline = time.monotonic() + LINGER
     try:
+        while owed and time.monotonic() < deadline:
+            msg = _ctrl.improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status_)
+            if msg is None:
+                time.sleep(0.001)
+                continue
+            src, tag = status_.Get_source(), status_.Get_tag()
+            body = msg.recv()
+            if tag == ACK:
+                owed.discard(src)
+            elif tag == TAG:
+                left[src] = body
+                try:
+                    _ctrl.send(None, dest=src, tag=ACK)
+                except MPI.Exception:
+                    pass  # it is gone already
+            elif tag == QUERY:
+                _reply(body, src)
+            # REPLY: the answer to a query of this rank's, too late to matter
         MPI.Request.Waitall(reqs)
     except MPI.Exception:
-        pass
+        return
+    if owed:
+        sys.stderr.write(f"mpicoll: rank {me}: no acknowledgement of this rank's exit from "
+                         f"global rank(s) {sorted(owed)} within {LINGER:.0f} s; finalizing "
+                         f"MPI without it\n")
+
+
+def _take_in_notices() -> None:
+    """Record the notices that have arrived and acknowledge each (caller holds _lock)."""
+    from ._mpi import MPI
+
+    status = MPI.Status()
+    while True:
+        msg = _ctrl.improbe(MPI.ANY_SOURCE, TAG, status)
+        if msg is None:
+            return
+        src = status.Get_source()
+        left[src] = msg.recv()
+        try:
+            _ctrl.send(None, dest=src, tag=ACK)
+        except MPI.Exception:
+            pass  # it is gone already
 
 
 def poll(now: float) -> None:
@@ -88,13 +154,11 @@ def poll(now: float) -> None:
 
     if MPI.Is_finalized():  # the program finalized MPI itself
         return
-    _answer_queries()
-    status = MPI.Status()
-    while True:
-        msg = _ctrl.improbe(MPI.ANY_SOURCE, TAG, status)
-        if msg is None:
-            break
-        left[status.Get_source()] = msg.recv()
+    with _lock:
+        if _announced:  # this rank is leaving: its exit sequence takes the messages
+            return
+        _answer_queries()
+        _take_in_notices()
     if not left:
         return
     from ._watchdog import watchdog
@@ -109,7 +173,6 @@ def poll(now: float) -> None:
 def _answer_queries() -> None:
     """Tell peers whose operation timed out how many collectives this rank issued on
     the group they ask about (None if it has no such group)."""
-    from ._group import all_groups
     from ._mpi import MPI
 
     status = MPI.Status()
@@ -117,9 +180,14 @@ def _answer_queries() -> None:
         msg = _ctrl.improbe(MPI.ANY_SOURCE, QUERY, status)
         if msg is None:
             return
-        asked = msg.recv()
-        pg = next((g for g in all_groups() if g.key == asked), None)
-        _ctrl.send(None if pg is None else pg.seq, dest=status.Get_source(), tag=REPLY)
+        _reply(msg.recv(), status.Get_source())
+
+
+def _reply(asked: Any, src: int) -> None:
+    from ._group import all_groups
+
+    pg = next((g for g in all_groups() if g.key == asked), None)
+    _ctrl.send(None if pg is None else pg.seq, dest=src, tag=REPLY)
 
 
 def laggards(pg: Any, seq: int, patience: float = 2.0) -> str:
