@@ -114,11 +114,7 @@ def announce(status: int | None) -> None:
             if tag == ACK:
                 owed.discard(src)
             elif tag == TAG:
-                left[src] = body
-                try:
-                    _ctrl.send(None, dest=src, tag=ACK)
-                except MPI.Exception:
-                    pass  # it is gone already
+                _record(src, body)
             elif tag == QUERY:
                 _reply(body, src)
             # REPLY: the answer to a query of this rank's, too late to matter
@@ -140,12 +136,18 @@ def _take_in_notices() -> None:
         msg = _ctrl.improbe(MPI.ANY_SOURCE, TAG, status)
         if msg is None:
             return
-        src = status.Get_source()
-        left[src] = msg.recv()
-        try:
-            _ctrl.send(None, dest=src, tag=ACK)
-        except MPI.Exception:
-            pass  # it is gone already
+        _record(status.Get_source(), msg.recv())
+
+
+def _record(src: int, notice: dict[str, Any]) -> None:
+    """Note that ``src`` left, then acknowledge its notice (in this order: see _lock)."""
+    from ._mpi import MPI
+
+    left[src] = notice
+    try:
+        _ctrl.send(None, dest=src, tag=ACK)
+    except MPI.Exception:
+        pass  # it is gone already
 
 
 def poll(now: float) -> None:

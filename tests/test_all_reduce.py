@@ -126,6 +126,12 @@ def test_all_reduce_async(xp, rank, size, group):
     assert work.is_completed() and work.is_success() and work.exception() is None
     assert_equal(t, reduce_ref([values("int32", (10,), r) for r in range(size)], "SUM",
                                "int32"), "int32")
+    # at world size 1 a SUM leaves t as it was: a scaled sum shows that the Work wrote
+    f = xp.tensor(values("float64", (10,), rank), "float64")
+    work = dist.all_reduce(f, op=dist.ReduceOp.premul_sum(2.0), group=group, async_op=True)
+    assert work.wait() is True
+    assert_equal(f, 2.0 * sum(np.asarray(values("float64", (10,), r)) for r in range(size)),
+                 "float64")
 
 
 @pytest.mark.parametrize("xp", [fw for fw in frameworks.writable() if fw.holds("bfloat16")],

@@ -6,9 +6,9 @@
 #   === PROBE <name> | <launcher> | rc=<status>
 #   rank R size S host H          one line per process (each writes a file of its own in
 #                                 DIR: launchers merge ranks' stdout mid-line)
+#   <what the launcher and the ranks printed: the errors>
 # MPI is started the way mpicoll starts it (mpicoll/_mpi.py: its settings, then mpi4py):
 # under srun --mpi=pmi2 that is the mpich wheel with the OFI netmod, not UCX.
-#   <what the launcher and the ranks printed: the errors>
 PROBE='import os, socket, sys
 from mpicoll._mpi import MPI
 c = MPI.COMM_WORLD
