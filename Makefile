@@ -64,8 +64,6 @@ test-multihost: venv
 ## apt-get if missing): docs/examples/slurm_job.sh through sbatch, seeds and DDP under srun
 ## and mpiexec, scancel / time limit / a failing rank, sacct. Exit 77 means the machine
 ## cannot run Slurm (not root, no packages): reported as SKIPPED, never as passed.
-## Not yet part of `make test`: one job (Paddle's seed under srun --mpi=pmi2) hung once
-## in seven lane runs, with an unexplained PMI-2 protocol error (docs/hpc.md).
 test-slurm: venv
 	@rc=0; VENV=$(VENV) timeout --foreground -k 60 1800 bash tests/slurm/run.sh || rc=$$?; \
 	if [ $$rc -eq 77 ]; then echo "test-slurm: SKIPPED (not passed): see the line above"; \

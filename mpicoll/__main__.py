@@ -45,6 +45,10 @@ def info() -> list[tuple[str, str]]:
 
     persistent, how = available()
     rows.append(("persistent", f"{'yes' if persistent else 'no'} ({how})"))
+    from ._group import _State, default_group
+
+    default_group()  # (collective: every rank of a launched `info` runs it)
+    rows.append(("blocking wait", _State.polling))
     for module, dist in _FRAMEWORKS:
         version = _version(dist) or (_version("cupy-cuda12x") if module == "cupy" else None)
         if version is None:

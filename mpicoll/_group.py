@@ -8,7 +8,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from . import _departures
+from . import _departures, _work
 from ._env import as_seconds
 from ._runtime import mpi
 from .errors import ArgumentTypeError as _Type
@@ -114,6 +114,7 @@ class _State:
     groups: list[ProcessGroup] = []  # noqa: RUF012
     wrapped: dict[int, tuple[Any, ProcessGroup]] = {}  # noqa: RUF012
     created = 0
+    polling = ""  # how blocking calls wait (_work.tune_polling), for info
 
 
 def default_group() -> ProcessGroup:
@@ -124,6 +125,7 @@ def default_group() -> ProcessGroup:
         world = MPI.COMM_WORLD
         pg = ProcessGroup(world.Dup(), list(range(world.Get_size())), name="0")
         _departures.setup(MPI)
+        _State.polling = _work.tune_polling(world)
         _State.default = pg
     return pg
 

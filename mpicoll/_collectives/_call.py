@@ -62,6 +62,9 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
             wait_requests([req], op, group, seq, args)
     except MPI.Exception as e:
         raise mpi_error(op, e, args) from e
+    except BaseException:
+        _interrupted(op, req, group, seq, args, finalize, outputs, keep)
+        raise
     if finalize is not None:
         finalize()
     return None
@@ -74,12 +77,27 @@ def quick(op: str, group: Any, method: str, args: tuple) -> None:
     seq = group.seq = group.seq + 1
     if _departures.left:
         _departures.check(op, group, seq)
+    req = None
     try:
         req = getattr(group.comm, method)(*args)
         if not req.Test():
             wait_requests([req], op, group, seq, args)
     except MPI.Exception as e:
         raise mpi_error(op, e, args) from e
+    except BaseException:
+        _interrupted(op, req, group, seq, args)
+        raise
+
+
+def _interrupted(op: str, req: Any, group: Any, seq: int, args: tuple,
+                 finalize: Callable[[], Any] | None = None, outputs: list[Any] | None = None,
+                 keep: Any = None) -> None:
+    """A blocking call's wait was interrupted (KeyboardInterrupt raised between its
+    Tests): MPI still owns the buffers, so the request becomes a pending Work (its
+    buffers kept alive; completed by a later wait on the group, or at exit), as if the
+    call had been made with ``async_op=True``."""
+    if req:  # still active (a completed request is MPI_REQUEST_NULL)
+        Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group, seq=seq)
 
 
 def quick_array(tensor: Any, writable: bool = True) -> Any:

@@ -1,0 +1,95 @@
+"""How a blocking call waits: a few Tests, then the monitored wait.
+
+A blocking collective polls its request ``MPICOLL_POLLS`` times (200 by default,
+0 when a node's ranks outnumber their cores) before it registers with the monitor
+and blocks in MPI's Wait. A KeyboardInterrupt raised in between leaves the request
+with MPI: the call's buffers stay alive in a pending Work, which completes later.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from _launch import ROOT, clean_env, mpiexec
+
+import mpicoll as dist
+from mpicoll import _work
+from mpicoll._group import resolve
+
+
+def _interrupt_in(function: str):
+    """A trace function that raises KeyboardInterrupt at ``function``'s first line,
+    where a SIGINT's Python handler would raise it between two of its bytecodes."""
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == function:
+            def local(frame, event, arg):
+                sys.settrace(None)
+                raise KeyboardInterrupt
+            return local
+        return None
+    return tracer
+
+
+@pytest.mark.parametrize("blocking", ["quick", "general"])
+def test_interrupted_wait_keeps_the_request(rank, size, blocking):
+    if size == 1:
+        pytest.skip("needs a peer that is late, so that the call waits")
+    # the general path: a first call of this dtype and shape; the quick path: a repeat
+    x = np.full(5 if blocking == "quick" else 7, rank + 1.0)
+    if blocking == "quick":
+        dist.all_reduce(x)
+        x[:] = rank + 1.0
+    want = np.full(x.shape, sum(range(1, size + 1)), np.float64)
+    pg = resolve(None, "test")
+    if rank == 0:
+        before = set(_work.pending)
+        sys.settrace(_interrupt_in("wait_requests"))
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                dist.all_reduce(x)
+        finally:
+            sys.settrace(None)
+        # the request is MPI's still: one pending Work holds it and its buffer
+        new = [w for k, w in _work.pending.items() if k not in before]
+        assert [(w.op, w.group is pg) for w in new] == [("all_reduce", True)]
+        _work.wait_pending(pg)
+        assert not set(_work.pending) - before
+    else:
+        time.sleep(0.3)  # rank 0 is waiting by now
+        dist.all_reduce(x)
+    np.testing.assert_array_equal(x, want)
+
+
+def _polling(n: int, **env: str) -> list[str]:
+    p = subprocess.run([*mpiexec(), "-n", str(n), sys.executable, "-m", "mpicoll", "info"],
+                       cwd=ROOT, env=clean_env(**env), capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return [line.split("  ", 1)[1].strip() for line in p.stdout.splitlines()
+            if line.startswith("blocking wait")]
+
+
+@pytest.mark.spawn
+def test_polls_unless_ranks_outnumber_cores():
+    cores = len(os.sched_getaffinity(0))  # mpiexec here binds nothing: every rank's cores
+    assert _polling(1) == [f"200 Tests before a monitored wait (1 rank on {cores} "
+                           f"core{'s' * (cores != 1)} of this node)"]
+    crowd = cores + 1
+    assert _polling(crowd) == [f"0 Tests before a monitored wait ({crowd} ranks on {cores} "
+                               f"core{'s' * (cores != 1)} of this node)"] * crowd
+    assert _polling(2, MPICOLL_POLLS="7") == ["7 Tests before a monitored wait "
+                                              "(MPICOLL_POLLS)"] * 2
+
+
+@pytest.mark.spawn
+def test_bad_polls_setting_is_named():
+    p = subprocess.run([sys.executable, "-m", "mpicoll", "info"], cwd=ROOT,
+                       env=clean_env(MPICOLL_POLLS="many"), capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert p.returncode != 0
+    assert "environment variable MPICOLL_POLLS='many': expected a number of Tests" in p.stderr
