@@ -7,7 +7,7 @@ from typing import Any
 
 from numpy import ndarray as _ndarray
 
-from .. import _departures
+from .. import _departures, _env
 from .._adapter.buffer import QUICKERS
 from .._adapter.buffer import quick_array as _quick_array
 from .._checkmode import verify
@@ -15,7 +15,6 @@ from .._env import settings as _settings
 from .._mpi import MPI
 from .._work import Work, mpi_error, wait_requests
 from . import _large
-from ._large import INT_MAX as _INT_MAX
 from ._pack import span as _span
 
 try:  # numpy's C function itself, without the __array_function__ dispatch (2x faster)
@@ -104,17 +103,20 @@ def quick_array(tensor: Any, writable: bool = True) -> Any:
     """The numpy array over ``tensor``'s memory when the call can take :func:`quick`'s
     path (contiguous, writable if ``writable``, plain dtype, no staging; counts that fit
     an int; checked mode off); else None."""
-    a = _quick_array(tensor, writable)
-    if a is None or a.size > _large.INT_MAX or _settings().check:
+    s_ = _env._settings
+    if s_ is None or s_.check:
         return None
-    return a
+    a = _quick_array(tensor, writable)
+    return None if a is None or a.size > _large.INT_MAX else a
 
 
 def quick_pair(output: Any, input: Any) -> tuple[Any, Any] | None:
-    """:func:`quick_array` of ``output`` (writable) and ``input`` when both qualify, are
-    of one dtype and do not overlap (an overlap needs the general path's copy); else
-    None."""
-    if _settings().check:
+    """:func:`quick_array` of ``output`` (writable) and ``input`` when both qualify and
+    do not overlap (an overlap needs the general path's copy); else None. Their dtypes
+    and shapes are the caller's key: an entry exists only for dtypes and shapes the
+    general path validated (one dtype, counts that fit an int)."""
+    s_ = _env._settings
+    if s_ is None or s_.check:
         return None
     # quick_array's two tests, inline (this is the per-call path)
     if type(output) is _ndarray:
@@ -135,9 +137,7 @@ def quick_pair(output: Any, input: Any) -> tuple[Any, Any] | None:
         s = q(input) if q is not None else None
         if s is None:
             return None
-    if r.dtype != s.dtype or r.size > _INT_MAX or s.size > _INT_MAX or may_share_memory(s, r):
-        return None
-    return r, s
+    return None if may_share_memory(s, r) else (r, s)
 
 
 def quick_list(xs: Any, n: int, writable: bool) -> tuple[Any, Any, int, int, list[int]] | None:
@@ -145,13 +145,14 @@ def quick_list(xs: Any, n: int, writable: bool) -> tuple[Any, Any, int, int, lis
     ``writable``), of one dtype and lying end to end in memory (``x.chunk(n)``,
     ``x.split(sizes)``): (one buffer over them all, their dtype, its start and end
     addresses, their sizes); else None."""
-    if type(xs) not in _SEQUENCES or len(xs) != n or _settings().check:
+    s_ = _env._settings
+    if s_ is None or s_.check or type(xs) not in _SEQUENCES or len(xs) != n:
         return None
     found = _span(xs, writable, _quick_array if writable else _quick_input)
     if found is None or found[0] is None:
         return None
     first, start, end, sizes = found
-    if (end - start) // first.itemsize > _INT_MAX:
+    if (end - start) // first.itemsize > _large.INT_MAX:
         return None
     return _fromaddress(start, end - start, not writable), first.dtype, start, end, sizes
 

@@ -9,12 +9,13 @@ import numpy as np
 from .._adapter import as_buffer
 from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
-from .._group import resolve
+from .._group import _State, resolve
 from .._mpi import MPI
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _validate
 from ._call import apart, issue, quick, quick_array, quick_list, quick_pair
+from ._large import INT_MAX
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
@@ -27,17 +28,20 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     the output is gathered in place (``MPI.IN_PLACE``).
     """
     name = "all_gather_into_tensor"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg.nranks
+    n = pg._size  # nranks, without the property's call
     if not async_op:
         # the common call, on shapes an earlier call of the general path validated
         pair = quick_pair(output_tensor, input_tensor)
-        hit = _QUICK.get((pair[1].dtype, pair[1].shape, pair[0].shape, n)) if pair else None
-        if hit is not None:
-            quick(name, pg, "Iallgather", ([pair[1], *hit], [pair[0], *hit]))
-            return None
+        if pair is not None:
+            r, s = pair
+            hit = _QUICK.get((s.dtype, s.shape, r.dtype, r.shape, n))
+            if hit is not None:
+                count, dt = hit
+                quick(name, pg, "Iallgather", ((s, count, dt), (r, count, dt)))
+                return None
     src = as_buffer(input_tensor, op=name, name="input_tensor")
     dst = as_buffer(output_tensor, writable=True, op=name, name="output_tensor")
     _validate.same_dtype(name, dst, src, "output_tensor", "input_tensor")
@@ -45,8 +49,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     rarr = dst.array
     count = src.numel
     dt = mpi_datatype(rarr.dtype)
-    if src.dtype in PLAIN:
-        _QUICK[(rarr.dtype, src.array.shape, rarr.shape, n)] = (count, dt)
+    if src.dtype in PLAIN and rarr.size <= INT_MAX:
+        _QUICK[(rarr.dtype, src.array.shape, rarr.dtype, rarr.shape, n)] = (count, dt)
     sendspec: Any = [src.array, count, dt]
     if count and np.may_share_memory(src.view, dst.view):
         mine = rarr.reshape(-1)[pg.my_rank * count:(pg.my_rank + 1) * count]
@@ -59,8 +63,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
                  async_op, [output_tensor], sig=lambda: {"dtype": src.dtype, "numel": count})
 
 
-# (dtype, input shape, output shape, group size) -> (count, MPI datatype): the calls the
-# general path validated, for all_gather_into_tensor's quick path
+# (input dtype and shape, output dtype and shape, group size) -> (count, MPI datatype):
+# the calls the general path validated, for all_gather_into_tensor's quick path
 _QUICK: dict[tuple, tuple[int, Any]] = {}
 
 # all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) ->
@@ -79,10 +83,10 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
     as long as ``tensor_list[j]`` has rank j's size on every rank.
     """
     name = "all_gather"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg.nranks
+    n = pg._size  # nranks, without the property's call
     if not async_op:
         # a list of adjacent views, of sizes an earlier call of the general path validated
         outq = quick_list(tensor_list, n, True)

@@ -7,7 +7,7 @@ from typing import Any
 from .._adapter import as_buffer
 from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
-from .._group import resolve
+from .._group import _State, resolve
 from .._mpi import MPI
 from .._work import Work
 from . import _reduce
@@ -31,8 +31,8 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
         A Work if ``async_op``, else None (None also on non-member ranks).
     """
     name = "all_reduce"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
     if type(op) is ReduceOp and not async_op:
         # the common call, checked as below with what earlier calls of this dtype and op

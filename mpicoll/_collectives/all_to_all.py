@@ -10,11 +10,12 @@ import numpy as np
 from .._adapter import as_buffer
 from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
-from .._group import resolve
+from .._group import _State, resolve
 from .._runtime import is_mpich
 from .._work import Work
 from . import _pack, _validate
 from ._call import issue, quick, quick_list, quick_pair
+from ._large import INT_MAX
 
 
 def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | None = None,
@@ -37,20 +38,24 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     splits are equal too.
     """
     name = "all_to_all_single"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg.nranks
+    n = pg._size  # nranks, without the property's call
     if not async_op:
         # the common call, on shapes and split sizes an earlier call of the general path
         # validated
         pair = quick_pair(output, input)
         if pair is not None:
-            key = _quick_key(pair[0], pair[1], pg, output_split_sizes, input_split_sizes)
-            hit = _QUICK.get(key) if key is not None else None
+            r, s = pair
+            if output_split_sizes is None and input_split_sizes is None:
+                hit = _QUICK.get((s.dtype, s.shape, r.dtype, r.shape, n))
+            else:
+                key = _quick_key(r, s, pg, output_split_sizes, input_split_sizes)
+                hit = _QUICK.get(key) if key is not None else None
             if hit is not None:
                 method, sc, rc, dt = hit
-                quick(name, pg, method, ([pair[1], sc, dt], [pair[0], rc, dt]))
+                quick(name, pg, method, ((s, sc, dt), (r, rc, dt)))
                 return None
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
@@ -69,7 +74,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     sarr, rarr = src.array, dst.array
     dt = mpi_datatype(sarr.dtype)
     quick_key = _quick_key(rarr, sarr, pg, output_split_sizes, input_split_sizes) \
-        if src.dtype in PLAIN else None
+        if src.dtype in PLAIN and max(sarr.size, rarr.size) <= INT_MAX else None
     if scounts is None and rcounts is None:
         args = ([sarr, sarr.size // n, dt], [rarr, rarr.size // n, dt])
         if quick_key is not None:
@@ -108,10 +113,11 @@ def _quick_key(out: np.ndarray, inp: np.ndarray, pg: Any, osizes: Any,
     this rank's place in the group, with split sizes given as lists of ints); None for
     other forms of split sizes (the general path)."""
     if osizes is None and isizes is None:
-        return inp.dtype, inp.shape, out.shape, pg.nranks
+        return inp.dtype, inp.shape, out.dtype, out.shape, pg.nranks
     if type(osizes) is list and type(isizes) is list and \
             {*map(type, osizes), *map(type, isizes)} == _INT:
-        return inp.dtype, inp.shape, out.shape, pg.nranks, pg.my_rank, *isizes, None, *osizes
+        return (inp.dtype, inp.shape, out.dtype, out.shape, pg.nranks, pg.my_rank, *isizes,
+                None, *osizes)
     return None
 
 
@@ -171,10 +177,10 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         async_op: return a :class:`Work` instead of blocking.
     """
     name = "all_to_all"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg.nranks
+    n = pg._size  # nranks, without the property's call
     if not async_op:
         # lists of adjacent views, of sizes an earlier call of the general path validated
         outq = quick_list(output_tensor_list, n, True)

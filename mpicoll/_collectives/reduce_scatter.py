@@ -9,11 +9,12 @@ import numpy as np
 from .._adapter import as_buffer
 from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
-from .._group import resolve
+from .._group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
 from ._call import apart, issue, quick, quick_array, quick_list, quick_pair
+from ._large import INT_MAX
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -26,21 +27,22 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     ``(n, ...)``. ``output`` is written in place; ``input`` is never modified.
     """
     name = "reduce_scatter_tensor"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg.nranks
+    n = pg._size  # nranks, without the property's call
     if type(op) is ReduceOp and not async_op:
         # the common call, on shapes, dtype and op an earlier call of the general path
         # validated and found needing no step after MPI's
         pair = quick_pair(output, input)
-        hit = _QUICK.get((pair[1].dtype, pair[1].shape, pair[0].shape, n, op)) if pair \
-            else None
-        if hit is not None:
-            count, dt, mpi_op = hit
-            quick(name, pg, "Ireduce_scatter_block",
-                  ([pair[1], count, dt], [pair[0], count, dt], mpi_op))
-            return None
+        if pair is not None:
+            r, s = pair
+            hit = _QUICK.get((s.dtype, s.shape, r.dtype, r.shape, n, op))
+            if hit is not None:
+                count, dt, mpi_op = hit
+                quick(name, pg, "Ireduce_scatter_block", ((s, count, dt), (r, count, dt),
+                                                          mpi_op))
+                return None
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
@@ -49,8 +51,9 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     if type(op) is ReduceOp and dst.dtype in PLAIN and \
             not (p.widen or p.average or p.factor is not None):
         arr = dst.array
-        _QUICK[(arr.dtype, src.array.shape, arr.shape, n, op)] = (
-            arr.size, mpi_datatype(arr.dtype), p.mpi_op)
+        if src.array.size <= INT_MAX:
+            _QUICK[(arr.dtype, src.array.shape, arr.dtype, arr.shape, n, op)] = (
+                arr.size, mpi_datatype(arr.dtype), p.mpi_op)
     if np.may_share_memory(src.view, dst.view):
         src.detach_input()
     send = _reduce.send_side(p, src.array, src.dtype)
@@ -63,8 +66,9 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
                  sig=lambda: {"dtype": dst.dtype, "numel": count, "reduce_op": op_name(op)})
 
 
-# (dtype, input shape, output shape, group size, ReduceOp) -> (count, MPI datatype, MPI
-# op): the calls the general path validated, for reduce_scatter_tensor's quick path
+# (input dtype and shape, output dtype and shape, group size, ReduceOp) -> (count, MPI
+# datatype, MPI op): the calls the general path validated, for reduce_scatter_tensor's
+# quick path
 _QUICK: dict[tuple, tuple[int, Any, Any]] = {}
 
 # reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the
@@ -85,10 +89,10 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     ``output`` is written in place.
     """
     name = "reduce_scatter"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg.nranks
+    n = pg._size  # nranks, without the property's call
     if type(op) is ReduceOp and not async_op:
         # a list of adjacent views, of sizes, dtype and op an earlier call of the general
         # path validated and found needing no step after MPI's

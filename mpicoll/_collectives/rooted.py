@@ -9,7 +9,7 @@ import numpy as np
 from .._adapter import as_buffer
 from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
-from .._group import resolve
+from .._group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
@@ -25,8 +25,8 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
     rank but the source.
     """
     name = "broadcast"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
     if not async_op:

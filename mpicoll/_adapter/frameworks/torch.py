@@ -121,10 +121,11 @@ def quick(t: torch.Tensor) -> np.ndarray | None:
     The array is kept for ``t`` (while ``t`` lives, without keeping it alive) and
     handed out again while ``t`` still has the same memory, shape and dtype: a loop
     that communicates the same tensors pays for the checks and the array once."""
+    # an entry is t's own: it goes (its weak reference's callback) before t's id can be
+    # another tensor's, so only what t may have changed in place is checked
     seen = _SEEN.get(id(t))
-    if seen is not None and seen[0]() is t and t.data_ptr() == seen[1] and \
-            t.shape == seen[2] and t.dtype is seen[3] and not t.requires_grad and \
-            t.is_contiguous():
+    if seen is not None and t.data_ptr() == seen[1] and t.shape == seen[2] and \
+            t.dtype is seen[3] and not t.requires_grad and t.is_contiguous():
         return seen[4]
     if t.is_cpu and not t.requires_grad and t.dtype in _NAMES and t.is_contiguous() and \
             not t.is_neg() and not (t.dtype in _COMPLEX and t.is_conj()):
