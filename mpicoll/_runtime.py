@@ -35,6 +35,22 @@ def is_mpich() -> bool:
     return mpi().Get_library_version().startswith("MPICH")
 
 
+def _uncapture(etype: Any, value: Any, tb: Any) -> None:
+    """Make what the hooks printed reach the process's stderr before the abort.
+
+    A hook installed after ours may capture ``sys.stderr`` while it calls ours, to
+    rewrite the text once we return (torch.distributed's prefixes each line with
+    ``[rankN]:``). We never return: write what was captured, or the traceback, to the
+    real stderr, and point ``sys.stderr`` there for the message that follows."""
+    real = sys.__stderr__
+    if real is None or sys.stderr is real:
+        return
+    captured = getattr(sys.stderr, "getvalue", None)
+    text = captured() if captured is not None else ""
+    real.write(text or "".join(traceback.format_exception(etype, value, tb)))
+    sys.stderr = real
+
+
 def _install_abort_hook(MPI: Any) -> None:
     global _hook_installed
     _hook_installed = True
@@ -49,6 +65,7 @@ def _install_abort_hook(MPI: Any) -> None:
             previous(etype, value, tb)
         except Exception:
             traceback.print_exception(etype, value, tb)
+        _uncapture(etype, value, tb)
         rank = MPI.COMM_WORLD.Get_rank()
         # as Python's own exit status for an uncaught KeyboardInterrupt (128 + SIGINT)
         status = 130 if issubclass(etype, KeyboardInterrupt) else getattr(value, "status", 1)

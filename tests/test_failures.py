@@ -19,3 +19,14 @@ def test_uncaught_exception_on_one_rank_aborts_the_job():
     assert "uncaught exception on rank 1; aborting the job" in p.stderr
     assert "unreachable" not in p.stdout
     assert elapsed < 30, f"job took {elapsed:.1f} s to end"
+
+
+@pytest.mark.parametrize("backend", ["mpicoll", "gloo"])
+def test_traceback_survives_torch_distributed_excepthook(backend):
+    # torch.distributed's hook calls ours with sys.stderr captured, to prefix the text
+    # after we return; we abort instead of returning, so that text must still come out
+    p = run(2, ["tests/scripts/raise_after_torch_init.py", backend], timeout=120)
+    assert p.returncode != 0
+    assert "RuntimeError: boom on rank 1 after init_process_group" in p.stderr, p.stderr
+    assert "uncaught exception on rank 1; aborting the job" in p.stderr
+    assert "unreachable" not in p.stdout
