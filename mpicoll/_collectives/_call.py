@@ -110,34 +110,49 @@ def quick_array(tensor: Any, writable: bool = True) -> Any:
     return None if a is None or a.size > _large.INT_MAX else a
 
 
-def quick_pair(output: Any, input: Any) -> tuple[Any, Any] | None:
-    """:func:`quick_array` of ``output`` (writable) and ``input`` when both qualify and
-    do not overlap (an overlap needs the general path's copy); else None. Their dtypes
-    and shapes are the caller's key: an entry exists only for dtypes and shapes the
-    general path validated (one dtype, counts that fit an int)."""
+def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tuple, Any],
+                   extra: Any = None) -> bool:
+    """The quick path of a call from ``input`` to ``output`` (all_to_all_single,
+    all_gather_into_tensor, reduce_scatter_tensor): when both are :func:`quick_array`'s
+    (``output`` writable), do not overlap (an overlap needs the general path's copy),
+    and ``table`` holds what the general path validated for their dtypes and shapes, the
+    group's size and ``extra`` (the ReduceOp, the split sizes), make the call it stored
+    (nonblocking method, send count, receive count, MPI datatype, MPI op or None)
+    with :func:`quick`. True when done; False: take the general path."""
     s_ = _env._settings
     if s_ is None or s_.check:
-        return None
-    # quick_array's two tests, inline (this is the per-call path)
+        return False
+    # quick_array's tests, inline (this is the per-call path)
     if type(output) is _ndarray:
         if not output.flags.carray:
-            return None
+            return False
         r = output
     else:
         q = QUICKERS.get(type(output))
         r = q(output) if q is not None else None
         if r is None:
-            return None
+            return False
     if type(input) is _ndarray:
         if not input.flags.c_contiguous:
-            return None
+            return False
         s = input
     else:
         q = QUICKERS.get(type(input))
         s = q(input) if q is not None else None
         if s is None:
-            return None
-    return None if may_share_memory(s, r) else (r, s)
+            return False
+    hit = table.get((s.dtype, s.shape, r.dtype, r.shape, group._size, extra))
+    if hit is None or may_share_memory(s, r):
+        return False
+    method, sc, rc, dt, mpi_op = hit
+    quick(op, group, method, ((s, sc, dt), (r, rc, dt)) if mpi_op is None else
+          ((s, sc, dt), (r, rc, dt), mpi_op))
+    return True
+
+
+def exchange_key(out: Any, inp: Any, group: Any, extra: Any = None) -> tuple:
+    """:func:`quick_exchange`'s key of a call the general path validated."""
+    return inp.dtype, inp.shape, out.dtype, out.shape, group.nranks, extra
 
 
 def quick_list(xs: Any, n: int, writable: bool) -> tuple[Any, Any, int, int, list[int]] | None:

@@ -14,7 +14,7 @@ from .._mpi import MPI
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _validate
-from ._call import apart, issue, quick, quick_array, quick_list, quick_pair
+from ._call import apart, exchange_key, issue, quick, quick_array, quick_exchange, quick_list
 from ._large import INT_MAX
 
 
@@ -32,16 +32,9 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     if pg is None and (pg := resolve(group, name)) is None:
         return None
     n = pg._size  # nranks, without the property's call
-    if not async_op:
-        # the common call, on shapes an earlier call of the general path validated
-        pair = quick_pair(output_tensor, input_tensor)
-        if pair is not None:
-            r, s = pair
-            hit = _QUICK.get((s.dtype, s.shape, r.dtype, r.shape, n))
-            if hit is not None:
-                count, dt = hit
-                quick(name, pg, "Iallgather", ((s, count, dt), (r, count, dt)))
-                return None
+    # the common call, on shapes an earlier call of the general path validated
+    if not async_op and quick_exchange(name, pg, output_tensor, input_tensor, _QUICK):
+        return None
     src = as_buffer(input_tensor, op=name, name="input_tensor")
     dst = as_buffer(output_tensor, writable=True, op=name, name="output_tensor")
     _validate.same_dtype(name, dst, src, "output_tensor", "input_tensor")
@@ -50,7 +43,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     count = src.numel
     dt = mpi_datatype(rarr.dtype)
     if src.dtype in PLAIN and rarr.size <= INT_MAX:
-        _QUICK[(rarr.dtype, src.array.shape, rarr.dtype, rarr.shape, n)] = (count, dt)
+        _QUICK[exchange_key(rarr, src.array, pg)] = ("Iallgather", count, count, dt, None)
     sendspec: Any = [src.array, count, dt]
     if count and np.may_share_memory(src.view, dst.view):
         mine = rarr.reshape(-1)[pg.my_rank * count:(pg.my_rank + 1) * count]
@@ -63,9 +56,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
                  async_op, [output_tensor], sig=lambda: {"dtype": src.dtype, "numel": count})
 
 
-# (input dtype and shape, output dtype and shape, group size) -> (count, MPI datatype):
-# the calls the general path validated, for all_gather_into_tensor's quick path
-_QUICK: dict[tuple, tuple[int, Any]] = {}
+# quick_exchange's table for all_gather_into_tensor: the calls the general path validated
+_QUICK: dict[tuple, tuple[str, int, int, Any, None]] = {}
 
 # all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) ->
 # (nonblocking method, receive counts (with displacements for Iallgatherv), MPI datatype)

@@ -14,7 +14,7 @@ from .._group import _State, resolve
 from .._runtime import is_mpich
 from .._work import Work
 from . import _pack, _validate
-from ._call import issue, quick, quick_list, quick_pair
+from ._call import exchange_key, issue, quick, quick_exchange, quick_list
 from ._large import INT_MAX
 
 
@@ -42,21 +42,13 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     if pg is None and (pg := resolve(group, name)) is None:
         return None
     n = pg._size  # nranks, without the property's call
-    if not async_op:
-        # the common call, on shapes and split sizes an earlier call of the general path
-        # validated
-        pair = quick_pair(output, input)
-        if pair is not None:
-            r, s = pair
-            if output_split_sizes is None and input_split_sizes is None:
-                hit = _QUICK.get((s.dtype, s.shape, r.dtype, r.shape, n))
-            else:
-                key = _quick_key(r, s, pg, output_split_sizes, input_split_sizes)
-                hit = _QUICK.get(key) if key is not None else None
-            if hit is not None:
-                method, sc, rc, dt = hit
-                quick(name, pg, method, ((s, sc, dt), (r, rc, dt)))
-                return None
+    # the common call, on shapes and split sizes an earlier call of the general path
+    # validated (extra: None for equal splits, else the split sizes; False: other forms)
+    extra = None if output_split_sizes is None and input_split_sizes is None else \
+        _splits(pg, output_split_sizes, input_split_sizes)
+    if not async_op and extra is not False and \
+            quick_exchange(name, pg, output, input, _QUICK, extra):
+        return None
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
@@ -73,12 +65,13 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
         src.detach_input()
     sarr, rarr = src.array, dst.array
     dt = mpi_datatype(sarr.dtype)
-    quick_key = _quick_key(rarr, sarr, pg, output_split_sizes, input_split_sizes) \
-        if src.dtype in PLAIN and max(sarr.size, rarr.size) <= INT_MAX else None
+    quick_key = exchange_key(rarr, sarr, pg, extra) \
+        if extra is not False and src.dtype in PLAIN and max(sarr.size, rarr.size) <= INT_MAX \
+        else None
     if scounts is None and rcounts is None:
         args = ([sarr, sarr.size // n, dt], [rarr, rarr.size // n, dt])
         if quick_key is not None:
-            _QUICK[quick_key] = ("Ialltoall", sarr.size // n, rarr.size // n, dt)
+            _QUICK[quick_key] = ("Ialltoall", sarr.size // n, rarr.size // n, dt, None)
         return issue(name, pg, "Alltoall", args, dst.commit_hook, async_op, [output],
                      sig=lambda: {"dtype": src.dtype, "send": [sarr.size // n] * n,
                                   "recv": [rarr.size // n] * n})
@@ -94,31 +87,28 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     args, own = _alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
     if quick_key is not None and own is None:  # (copies: the counts may be the caller's lists)
         (sc, sd), (rc, rd) = args[0][1], args[1][1]
-        _QUICK[quick_key] = ("Ialltoallv", (list(sc), sd), (list(rc), rd), dt)
+        _QUICK[quick_key] = ("Ialltoallv", (list(sc), sd), (list(rc), rd), dt, None)
     return issue(name, pg, "Alltoallv", args, _then(own, dst.commit_hook), async_op, [output],
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 
 
-# The quick paths of all_to_all_single and all_to_all: the key of a call (_quick_key; for
-# lists, dtype, group size and rank, and the sizes) -> (nonblocking method, send and
-# receive counts (with displacements for Ialltoallv), MPI datatype), filled by the
-# general path once it has validated such a call and needs no step after MPI's
-_QUICK: dict[tuple, tuple[str, Any, Any, Any]] = {}
+# quick_exchange's table for all_to_all_single (extra: None for equal splits, else the
+# split sizes and this rank's place: _splits), filled by the general path once it has
+# validated such a call and needs no step after MPI's; all_to_all's: (dtype, group size
+# and rank, sizes of the lists) -> (nonblocking method, send and receive counts with
+# displacements, MPI datatype)
+_QUICK: dict[tuple, tuple[str, Any, Any, Any, None]] = {}
 _QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any]] = {}
 
 
-def _quick_key(out: np.ndarray, inp: np.ndarray, pg: Any, osizes: Any,
-               isizes: Any) -> tuple | None:
-    """What all_to_all_single's validation depends on: dtype, shapes, group size (and
-    this rank's place in the group, with split sizes given as lists of ints); None for
-    other forms of split sizes (the general path)."""
-    if osizes is None and isizes is None:
-        return inp.dtype, inp.shape, out.dtype, out.shape, pg.nranks
+def _splits(pg: Any, osizes: Any, isizes: Any) -> tuple | bool:
+    """What all_to_all_single's validation depends on beyond dtypes, shapes and group
+    size when split sizes are given: this rank's place and the sizes, for lists of ints;
+    False for other forms (tuples, tensors: the general path every time)."""
     if type(osizes) is list and type(isizes) is list and \
             {*map(type, osizes), *map(type, isizes)} == _INT:
-        return (inp.dtype, inp.shape, out.dtype, out.shape, pg.nranks, pg.my_rank, *isizes,
-                None, *osizes)
-    return None
+        return (pg.my_rank, *isizes, None, *osizes)
+    return False
 
 
 _INT = {int}

@@ -13,7 +13,7 @@ from .._group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
-from ._call import apart, issue, quick, quick_array, quick_list, quick_pair
+from ._call import apart, exchange_key, issue, quick, quick_array, quick_exchange, quick_list
 from ._large import INT_MAX
 from .reduce_op import ReduceOp, op_name, plan
 
@@ -31,18 +31,11 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     if pg is None and (pg := resolve(group, name)) is None:
         return None
     n = pg._size  # nranks, without the property's call
-    if type(op) is ReduceOp and not async_op:
-        # the common call, on shapes, dtype and op an earlier call of the general path
-        # validated and found needing no step after MPI's
-        pair = quick_pair(output, input)
-        if pair is not None:
-            r, s = pair
-            hit = _QUICK.get((s.dtype, s.shape, r.dtype, r.shape, n, op))
-            if hit is not None:
-                count, dt, mpi_op = hit
-                quick(name, pg, "Ireduce_scatter_block", ((s, count, dt), (r, count, dt),
-                                                          mpi_op))
-                return None
+    # the common call, on shapes, dtype and op an earlier call of the general path
+    # validated and found needing no step after MPI's
+    if type(op) is ReduceOp and not async_op and \
+            quick_exchange(name, pg, output, input, _QUICK, op):
+        return None
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
@@ -52,8 +45,9 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
             not (p.widen or p.average or p.factor is not None):
         arr = dst.array
         if src.array.size <= INT_MAX:
-            _QUICK[(arr.dtype, src.array.shape, arr.dtype, arr.shape, n, op)] = (
-                arr.size, mpi_datatype(arr.dtype), p.mpi_op)
+            dt = mpi_datatype(arr.dtype)
+            _QUICK[exchange_key(arr, src.array, pg, op)] = (
+                "Ireduce_scatter_block", arr.size, arr.size, dt, p.mpi_op)
     if np.may_share_memory(src.view, dst.view):
         src.detach_input()
     send = _reduce.send_side(p, src.array, src.dtype)
@@ -66,10 +60,9 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
                  sig=lambda: {"dtype": dst.dtype, "numel": count, "reduce_op": op_name(op)})
 
 
-# (input dtype and shape, output dtype and shape, group size, ReduceOp) -> (count, MPI
-# datatype, MPI op): the calls the general path validated, for reduce_scatter_tensor's
-# quick path
-_QUICK: dict[tuple, tuple[int, Any, Any]] = {}
+# quick_exchange's table for reduce_scatter_tensor (extra: the ReduceOp): the calls the
+# general path validated
+_QUICK: dict[tuple, tuple[str, int, int, Any, Any]] = {}
 
 # reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the
 # list) ->
