@@ -23,6 +23,8 @@ _OPS = list(mpicoll.ReduceOp)  # torch's RedOpType values index mpicoll's Reduce
 
 
 def _tensors(x: Any) -> list[Any]:
+    if type(x) is list:  # what torch passes (isinstance on torch.Tensor costs ~1,500 instructions)
+        return x
     return [x] if isinstance(x, torch.Tensor) else list(x)
 
 
@@ -91,11 +93,21 @@ class MpicollProcessGroup(dist.ProcessGroup):
         return TorchWork([w for w in works if w is not None], outputs,
                          self._group.ranks if ranks else None)
 
+    def _one(self, fn: Any, args: tuple, outputs: list[Any], opts: Any, **kw: Any) -> Any:
+        """``_run`` of one call (the common case): no list of calls to build and walk."""
+        if not _async(opts):
+            fn(*args, group=self._group, **kw)
+            return _DONE
+        w = fn(*args, group=self._group, async_op=True, **kw)
+        return TorchWork([w] if w is not None else [], outputs)
+
     # -- collectives ---------------------------------------------------------------
 
     def allreduce(self, tensors: Any, opts: Any = None) -> Any:
         ts = _tensors(tensors)
         op = _op(opts)
+        if len(ts) == 1:
+            return self._one(mpicoll.all_reduce, (ts[0], op), ts, opts)
         return self._run([(mpicoll.all_reduce, (t, op), {}) for t in ts], ts, opts)
 
     def allreduce_coalesced(self, tensors: Any, opts: Any = None) -> Any:
@@ -104,8 +116,10 @@ class MpicollProcessGroup(dist.ProcessGroup):
     def broadcast(self, tensors: Any, opts: Any = None) -> Any:
         ts = _tensors(tensors)
         root = opts if isinstance(opts, int) else (opts.rootRank if opts is not None else 0)
-        return self._run([(mpicoll.broadcast, (t,), {"group_src": root}) for t in ts], ts,
-                         None if isinstance(opts, int) else opts)
+        opts = None if isinstance(opts, int) else opts
+        if len(ts) == 1:
+            return self._one(mpicoll.broadcast, (ts[0],), ts, opts, group_src=root)
+        return self._run([(mpicoll.broadcast, (t,), {"group_src": root}) for t in ts], ts, opts)
 
     def reduce(self, tensors: Any, opts: Any = None, op: Any = None) -> Any:
         ts = _tensors(tensors)
@@ -113,6 +127,8 @@ class MpicollProcessGroup(dist.ProcessGroup):
             root, rop, opts = opts, (op if op is not None else mpicoll.ReduceOp.SUM), None
         else:
             root, rop = (opts.rootRank if opts is not None else 0), _op(opts)
+        if len(ts) == 1:
+            return self._one(mpicoll.reduce, (ts[0],), ts, opts, group_dst=root, op=rop)
         return self._run([(mpicoll.reduce, (t,), {"group_dst": root, "op": rop}) for t in ts],
                          ts, opts)
 
@@ -123,7 +139,7 @@ class MpicollProcessGroup(dist.ProcessGroup):
         return self._run(calls, list(outs), opts)
 
     def all_gather_single(self, output: Any, input: Any, opts: Any = None) -> Any:
-        return self._run([(mpicoll.all_gather_into_tensor, (output, input), {})], [output], opts)
+        return self._one(mpicoll.all_gather_into_tensor, (output, input), [output], opts)
 
     _allgather_base = all_gather_single
 
@@ -143,6 +159,10 @@ class MpicollProcessGroup(dist.ProcessGroup):
         ins = _tensors(input_tensors)
         root = opts.rootRank if opts is not None else 0
         outs = output_tensors if self._group.rank() == root else [None] * len(ins)
+        if len(ins) == 1:
+            o = outs[0]
+            return self._one(mpicoll.gather, (ins[0], list(o) if o is not None else None),
+                             list(output_tensors), opts, group_dst=root)
         calls = [(mpicoll.gather, (i, list(o) if o is not None else None),
                   {"group_dst": root}) for o, i in zip(outs, ins)]
         return self._run(calls, list(output_tensors), opts)
@@ -151,6 +171,10 @@ class MpicollProcessGroup(dist.ProcessGroup):
         outs = _tensors(output_tensors)
         root = opts.rootRank if opts is not None else 0
         ins = input_tensors if self._group.rank() == root else [None] * len(outs)
+        if len(outs) == 1:
+            i = ins[0]
+            return self._one(mpicoll.scatter, (outs[0], list(i) if i is not None else None),
+                             outs, opts, group_src=root)
         calls = [(mpicoll.scatter, (o, list(i) if i is not None else None),
                   {"group_src": root}) for o, i in zip(outs, ins)]
         return self._run(calls, outs, opts)
@@ -163,8 +187,8 @@ class MpicollProcessGroup(dist.ProcessGroup):
         return self._run(calls, outs, opts)
 
     def reduce_scatter_single(self, output: Any, input: Any, opts: Any = None) -> Any:
-        return self._run([(mpicoll.reduce_scatter_tensor, (output, input, _op(opts)), {})],
-                         [output], opts)
+        return self._one(mpicoll.reduce_scatter_tensor, (output, input, _op(opts)), [output],
+                         opts)
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -177,15 +201,15 @@ class MpicollProcessGroup(dist.ProcessGroup):
 
     def all_to_all_single(self, output: Any, input: Any, output_split_sizes: Any = None,
                           input_split_sizes: Any = None, opts: Any = None) -> Any:
-        call = (mpicoll.all_to_all_single,
-                (output, input, list(output_split_sizes or []) or None,
-                 list(input_split_sizes or []) or None), {})
-        return self._run([call], [output], opts)
+        # torch gives [] for equal splits, else a list of ints (mpicoll's quick path)
+        return self._one(mpicoll.all_to_all_single,
+                         (output, input, list(output_split_sizes) if output_split_sizes else None,
+                          list(input_split_sizes) if input_split_sizes else None), [output], opts)
 
     alltoall_base = all_to_all_single
 
     def alltoall(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
-        return self._run([(mpicoll.all_to_all, (list(output_tensors), list(input_tensors)), {})],
+        return self._one(mpicoll.all_to_all, (list(output_tensors), list(input_tensors)),
                          list(output_tensors), opts)
 
     def barrier(self, opts: Any = None) -> Any:
