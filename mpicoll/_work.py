@@ -57,9 +57,9 @@ def test_until(test: Callable[[], bool], deadline: float) -> bool:
 
 # Tests of one request before its watched wait: at most ~50-100 us of polling, which
 # MPI's own Wait would spend polling too; a job that hangs is still caught by the monitor
-# once the wait is registered. None when ranks outnumber their cores (tune_polling): MPI's
-# Wait then gives the core to a peer sooner than a Python loop of Tests does (4 ranks on
-# 2 cores: 64-byte all_reduce 35 us with MPI's Wait alone, 70 us after 200 Tests)
+# once the wait is registered. No Test when ranks outnumber their cores (tune_polling):
+# MPI's Wait then gives the core to a peer sooner than a Python loop of Tests does (4 ranks
+# on 2 cores: 64-byte all_reduce 35 us with MPI's Wait alone, 70 us after 200 Tests)
 POLLS = 200
 _SPIN = range(POLLS)
 
