@@ -1,5 +1,6 @@
 """The quick path of blocking calls (all_reduce, broadcast, all_to_all_single even and
-uneven, all_gather_into_tensor, reduce_scatter_tensor): once the general path has
+uneven, all_gather_into_tensor, reduce_scatter_tensor, the list forms, gather and
+scatter): once the general path has
 validated a call of some shapes, dtype and split sizes, later calls like it skip to MPI.
 These tests repeat calls and change what the quick path must not take for granted:
 values, split sizes changed in place, the group, overlapping and read-only arrays, bad
@@ -282,6 +283,72 @@ def test_the_quick_path_of_lists_is_taken(xp, dtype, rank, size, group, monkeypa
     calls()
     assert_equal(recv, np.ones(size * 2), dtype)  # out (ones) gathered from every rank
     assert_equal(out, np.arange(size * 2)[rank * 2:rank * 2 + 2] * size, dtype)
+
+
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_gather_and_scatter_repeated_and_quick(xp, dtype, rank, size, group, monkeypatch):
+    # the root's list of adjacent views and every rank's tensor: new values each call,
+    # roots that change, and once warm, no general path (its adapter refuses)
+    from mpicoll._collectives import rooted
+
+    ranks = dist.get_process_group_ranks(group) if group is not None else list(range(size))
+    whole = xp.tensor(np.zeros(size * 3), dtype)
+    pieces = xp.pieces(whole, [3] * size)
+    mine, got = xp.empty((3,), dtype), xp.empty((3,), dtype)
+
+    def calls(salt):
+        for root in (0, size - 1):
+            xp.fill(whole, -1)
+            mine_values = values(dtype, (3,), rank, salt + root)
+            mine[...] = xp.tensor(mine_values, dtype)
+            dist.gather(mine, pieces if rank == root else None, group=group,
+                        dst=ranks[root])
+            if rank == root:
+                assert_equal(whole, np.concatenate([values(dtype, (3,), r, salt + root)
+                                                    for r in range(size)]), dtype)
+            if rank == root:
+                for r, piece in enumerate(pieces):
+                    piece[...] = xp.tensor(values(dtype, (3,), r, salt + 7 + root), dtype)
+            xp.fill(got, -1)
+            dist.scatter(got, pieces if rank == root else None, group=group,
+                         src=ranks[root])
+            assert_equal(got, values(dtype, (3,), rank, salt + 7 + root), dtype)
+
+    calls(0)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the general path was taken")
+
+    monkeypatch.setattr(rooted, "as_buffer", refuse)
+    calls(1)
+    calls(2)
+
+
+def test_gather_and_scatter_bad_input_after_warm_up(rank, size, group):
+    ranks = dist.get_process_group_ranks(group) if group is not None else list(range(size))
+    whole = np.zeros(size * 2, np.float32)
+    mine = np.ones(2, np.float32)
+    root = rank == 0
+    dist.gather(mine, np.split(whole, size) if root else None, group=group, dst=ranks[0])
+    dist.scatter(mine, np.split(whole, size) if root else None, group=group, src=ranks[0])
+    whole[:] = -1
+    if root:  # on the root: one tensor too many, or its own piece of the wrong size
+        longer = np.split(np.zeros(size * 2 + 2, np.float32), size + 1)
+        short_own = [np.empty(1, np.float32), *np.split(whole, size)[1:]]
+        for bad in (longer, short_own):
+            with pytest.raises(ArgumentValueError, match="gather_list"):
+                dist.gather(mine, bad, group=group, dst=ranks[0])
+            with pytest.raises(ArgumentValueError, match=r"scatter_list|tensor"):
+                dist.scatter(mine, bad, group=group, src=ranks[0])
+    else:  # a list off the root
+        with pytest.raises(ArgumentValueError, match="gather_list"):
+            dist.gather(mine, np.split(whole, size), group=group, dst=ranks[0])
+        with pytest.raises(ArgumentValueError, match="scatter_list"):
+            dist.scatter(mine, np.split(whole, size), group=group, src=ranks[0])
+    with pytest.raises(ArgumentTypeError):
+        dist.gather([1.0, 2.0], np.split(whole, size) if root else None, group=group,
+                    dst=ranks[0])
+    assert (whole == -1).all() and (mine == 1).all()
 
 
 def test_torch_tensor_changed_in_place_after_warm_up(rank, size, group):

@@ -13,7 +13,7 @@ from .._group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
-from ._call import issue, quick, quick_array
+from ._call import apart, issue, quick, quick_array, quick_list
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -44,7 +44,14 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
                  sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "root": root})
 
 
-_QUICK: dict[Any, Any] = {}  # numpy dtype -> MPI datatype, for broadcast's quick path
+# numpy dtype -> MPI datatype, for the quick paths of broadcast and of gather's and
+# scatter's non-root ranks (plain dtypes that a general call has seen)
+_QUICK: dict[Any, Any] = {}
+
+# the roots' quick paths of gather and scatter: (dtype, size of the tensor, root, sizes of
+# the list) -> (counts and displacements, MPI datatype), stored by the general path
+_QUICK_GATHER: dict[tuple, tuple[Any, Any]] = {}
+_QUICK_SCATTER: dict[tuple, tuple[Any, Any]] = {}
 
 
 def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
@@ -85,14 +92,33 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
     sizes may differ) is given on the destination only and written in place.
     """
     name = "gather"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
     if dst is None and group_dst is None:
         dst = 0  # torch's default: global rank 0
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
+    if not async_op:
+        # the common call: a plain dtype seen before; on the root, a list of adjacent
+        # views of sizes an earlier call of the general path validated
+        a = quick_array(tensor, False)
+        if a is not None:
+            if pg.my_rank != root:
+                dt = _QUICK.get(a.dtype) if not gather_list else None
+                if dt is not None:
+                    quick(name, pg, "Igatherv", ((a, dt), None, root))
+                    return None
+            else:
+                outq = quick_list(gather_list, pg._size, True)
+                hit = _QUICK_GATHER.get((a.dtype, a.size, root, *outq[4])) \
+                    if outq is not None and outq[1] == a.dtype else None
+                if hit is not None and apart(a, outq[2], outq[3]):
+                    quick(name, pg, "Igatherv", ((a, hit[1]), (outq[0], *hit), root))
+                    return None
     src = as_buffer(tensor, op=name, name="tensor")
     dt = mpi_datatype(src.array.dtype)
+    if src.dtype in PLAIN:
+        _QUICK[src.array.dtype] = dt
     if pg.my_rank != root:
         if gather_list:
             raise _Value(name, "off_root", "{arg} must be given on the destination rank only "
@@ -119,6 +145,8 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
     if np.may_share_memory(src.view, recv):
         send = send.copy()
     args = ([send, dt], [recv, (counts, _pack.displs(counts)), dt], root)
+    if src.dtype in PLAIN:
+        _QUICK_GATHER[(send.dtype, send.size, root, *counts)] = args[1][1:]
 
     def finish() -> None:
         if staged:
@@ -139,14 +167,33 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     place.
     """
     name = "scatter"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
     if src is None and group_src is None:
         src = 0  # torch's default: global rank 0
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
+    if not async_op:
+        # the common call: a plain dtype seen before; on the root, a list of adjacent
+        # views of sizes an earlier call of the general path validated
+        a = quick_array(tensor)
+        if a is not None:
+            if pg.my_rank != root:
+                dt = _QUICK.get(a.dtype) if not scatter_list else None
+                if dt is not None:
+                    quick(name, pg, "Iscatterv", (None, (a, dt), root))
+                    return None
+            else:
+                inq = quick_list(scatter_list, pg._size, False)
+                hit = _QUICK_SCATTER.get((a.dtype, a.size, root, *inq[4])) \
+                    if inq is not None and inq[1] == a.dtype else None
+                if hit is not None and apart(a, inq[2], inq[3]):
+                    quick(name, pg, "Iscatterv", ((inq[0], *hit), (a, hit[1]), root))
+                    return None
     dst = as_buffer(tensor, writable=True, op=name, name="tensor")
     dt = mpi_datatype(dst.array.dtype)
+    if dst.dtype in PLAIN:
+        _QUICK[dst.array.dtype] = dt
     if pg.my_rank != root:
         if scatter_list:
             raise _Value(name, "off_root", "{arg} must be given on the source rank only "
@@ -170,6 +217,8 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     if np.may_share_memory(send, dst.view):
         send = send.copy()
     args = ([send, (counts, _pack.displs(counts)), dt], [dst.array, dt], root)
+    if dst.dtype in PLAIN:
+        _QUICK_SCATTER[(send.dtype, dst.numel, root, *counts)] = args[0][1:]
     return issue(name, pg, "Scatterv", args, dst.commit_hook, async_op, [tensor], keep=ins,
                  sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel,
                               "root_counts": counts})
