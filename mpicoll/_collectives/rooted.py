@@ -54,6 +54,35 @@ _QUICK_GATHER: dict[tuple, tuple[Any, Any]] = {}
 _QUICK_SCATTER: dict[tuple, tuple[Any, Any]] = {}
 
 
+def _quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
+                  gathering: bool) -> bool:
+    """gather's (``gathering``) or scatter's quick path: a plain dtype seen before; on the
+    root, a list of adjacent views of sizes an earlier call of the general path
+    validated (written by gather, read by scatter; ``tensor`` the other way round).
+    True when done; False: take the general path."""
+    a = quick_array(tensor, not gathering)
+    if a is None:
+        return False
+    if pg.my_rank != root:
+        dt = _QUICK.get(a.dtype) if not tensors else None
+        if dt is None:
+            return False
+        mine, theirs = (a, dt), None
+    else:
+        q = quick_list(tensors, pg._size, gathering)
+        table = _QUICK_GATHER if gathering else _QUICK_SCATTER
+        hit = table.get((a.dtype, a.size, root, *q[4])) \
+            if q is not None and q[1] == a.dtype else None
+        if hit is None or not apart(a, q[2], q[3]):
+            return False
+        mine, theirs = (a, hit[1]), (q[0], *hit)
+    if gathering:
+        quick(name, pg, "Igatherv", (mine, theirs, root))
+    else:
+        quick(name, pg, "Iscatterv", (theirs, mine, root))
+    return True
+
+
 def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
            async_op: bool = False, group_dst: int | None = None) -> Work | None:
     """Reduce ``tensor`` across ranks into ``tensor`` on rank ``dst`` (or ``group_dst``).
@@ -98,23 +127,8 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
     if dst is None and group_dst is None:
         dst = 0  # torch's default: global rank 0
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
-    if not async_op:
-        # the common call: a plain dtype seen before; on the root, a list of adjacent
-        # views of sizes an earlier call of the general path validated
-        a = quick_array(tensor, False)
-        if a is not None:
-            if pg.my_rank != root:
-                dt = _QUICK.get(a.dtype) if not gather_list else None
-                if dt is not None:
-                    quick(name, pg, "Igatherv", ((a, dt), None, root))
-                    return None
-            else:
-                outq = quick_list(gather_list, pg._size, True)
-                hit = _QUICK_GATHER.get((a.dtype, a.size, root, *outq[4])) \
-                    if outq is not None and outq[1] == a.dtype else None
-                if hit is not None and apart(a, outq[2], outq[3]):
-                    quick(name, pg, "Igatherv", ((a, hit[1]), (outq[0], *hit), root))
-                    return None
+    if not async_op and _quick_rooted(name, pg, root, tensor, gather_list, True):
+        return None
     src = as_buffer(tensor, op=name, name="tensor")
     dt = mpi_datatype(src.array.dtype)
     if src.dtype in PLAIN:
@@ -173,23 +187,8 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     if src is None and group_src is None:
         src = 0  # torch's default: global rank 0
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
-    if not async_op:
-        # the common call: a plain dtype seen before; on the root, a list of adjacent
-        # views of sizes an earlier call of the general path validated
-        a = quick_array(tensor)
-        if a is not None:
-            if pg.my_rank != root:
-                dt = _QUICK.get(a.dtype) if not scatter_list else None
-                if dt is not None:
-                    quick(name, pg, "Iscatterv", (None, (a, dt), root))
-                    return None
-            else:
-                inq = quick_list(scatter_list, pg._size, False)
-                hit = _QUICK_SCATTER.get((a.dtype, a.size, root, *inq[4])) \
-                    if inq is not None and inq[1] == a.dtype else None
-                if hit is not None and apart(a, inq[2], inq[3]):
-                    quick(name, pg, "Iscatterv", ((inq[0], *hit), (a, hit[1]), root))
-                    return None
+    if not async_op and _quick_rooted(name, pg, root, tensor, scatter_list, False):
+        return None
     dst = as_buffer(tensor, writable=True, op=name, name="tensor")
     dt = mpi_datatype(dst.array.dtype)
     if dst.dtype in PLAIN:
