@@ -1,6 +1,6 @@
 """The quick path of blocking calls (all_reduce, broadcast, all_to_all_single even and
-uneven, all_gather_into_tensor, reduce_scatter_tensor, the list forms, gather and
-scatter): once the general path has
+uneven, all_gather_into_tensor, reduce_scatter_tensor, the list forms, gather, scatter
+and reduce): once the general path has
 validated a call of some shapes, dtype and split sizes, later calls like it skip to MPI.
 These tests repeat calls and change what the quick path must not take for granted:
 values, split sizes changed in place, the group, overlapping and read-only arrays, bad
@@ -16,7 +16,7 @@ from _reference import assert_equal, block, values
 from mpi4py import MPI
 
 import mpicoll as dist
-from mpicoll.errors import ArgumentTypeError, ArgumentValueError
+from mpicoll.errors import ArgumentBufferError, ArgumentTypeError, ArgumentValueError
 
 QUICK = frameworks.cross(["int64", "float32"], where=lambda fw, _: fw.name != "paddle")
 COLS = 2
@@ -322,6 +322,67 @@ def test_gather_and_scatter_repeated_and_quick(xp, dtype, rank, size, group, mon
     monkeypatch.setattr(rooted, "as_buffer", refuse)
     calls(1)
     calls(2)
+
+
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_reduce_repeated_and_quick(xp, dtype, rank, size, group, monkeypatch):
+    # new values each call, roots that change, the others' tensors left as they were, and
+    # once warm, no general path (its adapter refuses)
+    from mpicoll._collectives import rooted
+
+    ranks = dist.get_process_group_ranks(group) if group is not None else list(range(size))
+    shape = (3, COLS)
+
+    def calls(salt):
+        for root in (size - 1, 0):
+            mine = values(dtype, shape, rank, salt + root)
+            t = xp.tensor(mine, dtype)
+            dist.reduce(t, dst=ranks[root], group=group)
+            assert_equal(t, _reduced(shape, size, salt + root, dtype) if rank == root else mine,
+                         dtype)
+            t = xp.tensor(mine, dtype)
+            dist.reduce(t, group_dst=root, op=dist.ReduceOp.MAX, group=group)
+            most = np.max([values(dtype, shape, r, salt + root) for r in range(size)], axis=0)
+            assert_equal(t, most if rank == root else mine, dtype)
+
+    calls(0)
+    monkeypatch.setattr(rooted, "as_buffer", lambda *a, **k: pytest.fail("general path"))
+    calls(1)
+    calls(2)
+
+
+def test_reduce_after_warm_up_keeps_every_check(rank, size, group):
+    # the quick path takes only what the general path validated: AVG's divide, a
+    # low-precision dtype's widening, a read-only root tensor and a bad root still go
+    # the general way, with the same results and errors
+    ranks = dist.get_process_group_ranks(group) if group is not None else list(range(size))
+    shape = (4,)
+    for _ in range(2):
+        t = values("float32", shape, rank).copy()
+        dist.reduce(t, dst=ranks[0], group=group)
+    t = values("float32", shape, rank).copy()
+    dist.reduce(t, dst=ranks[0], op=dist.ReduceOp.AVG, group=group)
+    want = _reduced(shape, size, 0, "float32") / size
+    assert_equal(t, want if rank == 0 else values("float32", shape, rank), "float32",
+                 approx=True)
+    h = values("float16", shape, rank).astype(np.float16)
+    dist.reduce(h, dst=ranks[0], group=group)
+    if rank == 0:  # summed in float32, rounded once
+        wide = sum(values("float16", shape, r).astype(np.float16).astype(np.float32)
+                   for r in range(size))
+        np.testing.assert_array_equal(h, wide.astype(np.float16))
+    frozen = values("float32", shape, rank).copy()
+    frozen.flags.writeable = False
+    if rank == 0:
+        with pytest.raises(ArgumentBufferError, match="tensor"):
+            dist.reduce(frozen, dst=ranks[0], group=group)
+    with pytest.raises(ArgumentValueError, match="group_dst"):
+        dist.reduce(frozen, group_dst=size, group=group)
+    # a non-root only sends: a read-only tensor is fine there
+    t = values("float32", shape, rank).copy()
+    dist.reduce(t if rank == 0 else frozen, dst=ranks[0], group=group)
+    assert_equal(t, _reduced(shape, size, 0, "float32") if rank == 0 else
+                 values("float32", shape, rank), "float32")
 
 
 def test_gather_and_scatter_bad_input_after_warm_up(rank, size, group):

@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from .._adapter import Buffer
+from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype, narrow_into, widen
 from .._mpi import MPI
-from .reduce_op import Plan
+from .reduce_op import Plan, ReduceOp
+
+# (numpy dtype, ReduceOp) -> (MPI datatype, MPI op), for the quick paths of all_reduce and
+# reduce: the reductions that need no step after MPI's (no widening, AVG or pre-scaling),
+# stored by their general paths (remember)
+QUICK: dict[tuple[Any, ReduceOp], tuple[Any, Any]] = {}
+
+
+def remember(buf: Buffer, op: Any, plan: Plan) -> None:
+    """Store in :data:`QUICK` a reduction the general path validated, if the quick path
+    can repeat it: a ReduceOp (not a premul_sum's), a plain dtype, nothing after MPI's."""
+    if type(op) is ReduceOp and buf.dtype in PLAIN and \
+            not (plan.widen or plan.average or plan.factor is not None):
+        QUICK[(buf.array.dtype, op)] = (mpi_datatype(buf.array.dtype), plan.mpi_op)
 
 
 def send_side(plan: Plan, arr: np.ndarray, dtype: str) -> np.ndarray:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from .._adapter import as_buffer
-from .._adapter.buffer import PLAIN
-from .._adapter.dtypes import mpi_datatype
 from .._group import _State, resolve
 from .._mpi import MPI
 from .._work import Work
@@ -38,22 +36,16 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
         # the common call, checked as below with what earlier calls of this dtype and op
         # established: contiguous, writable, no step after the reduction
         a = quick_array(tensor)
-        hit = _QUICK.get((a.dtype, op)) if a is not None else None
+        hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
         if hit is not None:
             quick(name, pg, "Iallreduce", (MPI.IN_PLACE, [a, hit[0]], hit[1]))
             return None
     buf = as_buffer(tensor, writable=True, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
-    if type(op) is ReduceOp and buf.dtype in PLAIN and \
-            not (p.widen or p.average or p.factor is not None):
-        _QUICK[(buf.array.dtype, op)] = (mpi_datatype(buf.array.dtype), p.mpi_op)
+    _reduce.remember(buf, op, p)
     recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
     args = (*specs, p.mpi_op)
     fin = _reduce.finisher(p, recv, buf, pg.nranks)
     return issue(name, pg, "Allreduce", args, fin, async_op, [tensor],
                  sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "reduce_op": op_name(op)})
 
-
-# (numpy dtype, ReduceOp) -> (MPI datatype, MPI op), for the reductions that need no
-# step after MPI's (no widening, AVG or pre-scaling), filled by the general path
-_QUICK: dict[tuple[Any, ReduceOp], tuple[Any, Any]] = {}

@@ -10,6 +10,7 @@ from .._adapter import as_buffer
 from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
 from .._group import _State, resolve
+from .._mpi import MPI
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
@@ -91,13 +92,23 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     the others are left unchanged.
     """
     name = "reduce"
-    pg = resolve(group, name)
-    if pg is None:
+    pg = _State.default if group is None else None  # WORLD, without a call
+    if pg is None and (pg := resolve(group, name)) is None:
         return None
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
-    is_root = pg.my_rank == root
+    is_root = pg._rank == root
+    if type(op) is ReduceOp and not async_op:
+        # all_reduce's quick path, rooted: the root reduces in place, the others only send
+        a = quick_array(tensor, is_root)
+        hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
+        if hit is not None:
+            mine = [a, hit[0]]
+            quick(name, pg, "Ireduce", (MPI.IN_PLACE, mine, hit[1], root) if is_root else
+                  (mine, None, hit[1], root))
+            return None
     buf = as_buffer(tensor, writable=is_root, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
+    _reduce.remember(buf, op, p)
 
     def sig() -> dict[str, Any]:
         return {"dtype": buf.dtype, "numel": buf.numel, "root": root, "reduce_op": op_name(op)}
