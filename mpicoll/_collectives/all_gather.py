@@ -31,10 +31,10 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     pg = _State.default if group is None else None  # WORLD, without a call
     if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg._size  # nranks, without the property's call
     # the common call, on shapes an earlier call of the general path validated
     if not async_op and quick_exchange(name, pg, output_tensor, input_tensor, _QUICK):
         return None
+    n = pg._size  # nranks, without the property's call
     src = as_buffer(input_tensor, op=name, name="input_tensor")
     dst = as_buffer(output_tensor, writable=True, op=name, name="output_tensor")
     _validate.same_dtype(name, dst, src, "output_tensor", "input_tensor")

@@ -41,7 +41,6 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     pg = _State.default if group is None else None  # WORLD, without a call
     if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg._size  # nranks, without the property's call
     # the common call, on shapes and split sizes an earlier call of the general path
     # validated (extra: None for equal splits, else the split sizes; False: other forms)
     extra = None if output_split_sizes is None and input_split_sizes is None else \
@@ -49,6 +48,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     if not async_op and extra is not False and \
             quick_exchange(name, pg, output, input, _QUICK, extra):
         return None
+    n = pg._size  # nranks, without the property's call
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
@@ -105,13 +105,16 @@ def _splits(pg: Any, osizes: Any, isizes: Any) -> tuple | bool:
     """What all_to_all_single's validation depends on beyond dtypes, shapes and group
     size when split sizes are given: this rank's place and the sizes, for lists of ints;
     False for other forms (tuples, tensors: the general path every time)."""
-    if type(osizes) is list and type(isizes) is list and \
-            {*map(type, osizes), *map(type, isizes)} == _INT:
-        return (pg.my_rank, *isizes, None, *osizes)
-    return False
-
-
-_INT = {int}
+    if type(osizes) is not list or type(isizes) is not list:
+        return False
+    # loops, not a set of the types: half the cost for a few ranks, no more for many
+    for c in osizes:
+        if type(c) is not int:
+            return False
+    for c in isizes:
+        if type(c) is not int:
+            return False
+    return pg._rank, tuple(isizes), tuple(osizes)
 
 
 # MPICH's Alltoallv sends a rank's block to itself through its message path, which

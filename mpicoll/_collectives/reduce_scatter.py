@@ -30,12 +30,12 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     pg = _State.default if group is None else None  # WORLD, without a call
     if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg._size  # nranks, without the property's call
     # the common call, on shapes, dtype and op an earlier call of the general path
     # validated and found needing no step after MPI's
     if type(op) is ReduceOp and not async_op and \
             quick_exchange(name, pg, output, input, _QUICK, op):
         return None
+    n = pg._size  # nranks, without the property's call
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
