@@ -93,6 +93,42 @@ def test_split_sizes_changed_in_place(xp, dtype, rank, size, group):
         assert_equal(out, _a2a_expected(rank, size, m, dtype).reshape(-1), dtype)
 
 
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_own_block_copied_locally_on_the_quick_path(xp, dtype, rank, size, group,
+                                                    monkeypatch):
+    # blocks of 4 KiB and more: MPICH's Alltoallv is left out of a rank's own block, which
+    # is copied locally, on the quick path too (explicit split sizes and lists of chunks),
+    # with new values every call and once warm no general path
+    from mpicoll._collectives import all_to_all
+
+    rows = 4096 // (np.dtype(dtype).itemsize * COLS) + 1
+    m = [[rows + (i == j) for j in range(size)] for i in range(size)]  # own: a row more
+    isz = [m[rank][j] for j in range(size)]
+    osz = [m[j][rank] for j in range(size)]
+    out = xp.empty((sum(osz), COLS), dtype)
+    recv = xp.empty((sum(osz), COLS), dtype)
+    send = xp.tensor(np.zeros((sum(isz), COLS)), dtype)
+    recvs, sends = xp.pieces(recv, osz), xp.pieces(send, isz)
+
+    def calls(salt):
+        inp = _a2a_input(rank, size, m, dtype) + salt
+        want = _a2a_expected(rank, size, m, dtype) + salt
+        xp.fill(out, 0)
+        dist.all_to_all_single(out, xp.tensor(inp, dtype), list(osz), list(isz), group=group)
+        assert_equal(out, want, dtype)
+        send[...] = xp.tensor(inp, dtype)
+        xp.fill(recv, 0)
+        dist.all_to_all(recvs, sends, group=group)
+        assert_equal(recv, want, dtype)
+
+    calls(0)
+    monkeypatch.setattr(all_to_all, "as_buffer", lambda *a, **k: pytest.fail("general path"))
+    monkeypatch.setattr(all_to_all._validate, "tensor_list",
+                        lambda *a, **k: pytest.fail("general path"))
+    calls(1)
+    calls(2)
+
+
 def test_another_group_where_this_rank_has_another_place(rank, size, group):
     # the same shapes and split lists on a group whose ranks are in reverse order
     reverse = MPI.COMM_WORLD.Split(0, size - 1 - rank)

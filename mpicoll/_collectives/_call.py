@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numpy import copyto as _copyto
 from numpy import ndarray as _ndarray
 
 from .. import _departures, _env
@@ -69,16 +70,21 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     return None
 
 
-def quick(op: str, group: Any, method: str, args: tuple) -> None:
+def quick(op: str, group: Any, method: str, args: tuple,
+          copy: tuple[Any, Any] | None = None) -> None:
     """:func:`issue` for the common blocking call that needs nothing after the data
     arrives and no checked mode: the same numbering, departure check and wait, and
-    ``method`` is already the nonblocking name (``"Iallreduce"``)."""
+    ``method`` is already the nonblocking name (``"Iallreduce"``). ``copy``: (destination,
+    source) arrays copied while MPI works (a rank's own block, left out of MPICH's
+    Alltoallv: :func:`own_blocks`)."""
     seq = group.seq = group.seq + 1
     if _departures.left:
         _departures.check(op, group, seq)
     req = None
     try:
         req = getattr(group.comm, method)(*args)
+        if copy is not None:
+            _copyto(*copy)
         if not req.Test():
             wait_requests([req], op, group, seq, args)
     except MPI.Exception as e:
@@ -86,6 +92,13 @@ def quick(op: str, group: Any, method: str, args: tuple) -> None:
     except BaseException:
         _interrupted(op, req, group, seq, args)
         raise
+
+
+def own_blocks(send: Any, recv: Any, own: tuple[int, int, int]) -> tuple[Any, Any]:
+    """(receive part, send part) of this rank's own block, ``own`` = (send offset,
+    receive offset, count) in elements of the contiguous arrays ``send`` and ``recv``."""
+    s0, r0, c = own
+    return recv.reshape(-1)[r0:r0 + c], send.reshape(-1)[s0:s0 + c]
 
 
 def _interrupted(op: str, req: Any, group: Any, seq: int, args: tuple,
@@ -117,8 +130,9 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     (``output`` writable), do not overlap (an overlap needs the general path's copy),
     and ``table`` holds what the general path validated for their dtypes and shapes, the
     group's size and ``extra`` (the ReduceOp, the split sizes), make the call it stored
-    (nonblocking method, send count, receive count, MPI datatype, MPI op or None)
-    with :func:`quick`. True when done; False: take the general path."""
+    (nonblocking method, send count, receive count, MPI datatype, MPI op or None, this
+    rank's own block to copy locally or None) with :func:`quick`. True when done; False:
+    take the general path."""
     s_ = _env._settings
     if s_ is None or s_.check:
         return False
@@ -144,9 +158,9 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     hit = table.get((s.dtype, s.shape, r.dtype, r.shape, group._size, extra))
     if hit is None or may_share_memory(s, r):
         return False
-    method, sc, rc, dt, mpi_op = hit
+    method, sc, rc, dt, mpi_op, own = hit
     quick(op, group, method, ((s, sc, dt), (r, rc, dt)) if mpi_op is None else
-          ((s, sc, dt), (r, rc, dt), mpi_op))
+          ((s, sc, dt), (r, rc, dt), mpi_op), own and own_blocks(s, r, own))
     return True
 
 

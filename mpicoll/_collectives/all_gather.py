@@ -43,7 +43,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     count = src.numel
     dt = mpi_datatype(rarr.dtype)
     if src.dtype in PLAIN and rarr.size <= INT_MAX:
-        _QUICK[exchange_key(rarr, src.array, pg)] = ("Iallgather", count, count, dt, None)
+        _QUICK[exchange_key(rarr, src.array, pg)] = ("Iallgather", count, count, dt, None, None)
     sendspec: Any = [src.array, count, dt]
     if count and np.may_share_memory(src.view, dst.view):
         mine = rarr.reshape(-1)[pg.my_rank * count:(pg.my_rank + 1) * count]
@@ -57,7 +57,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
 
 
 # quick_exchange's table for all_gather_into_tensor: the calls the general path validated
-_QUICK: dict[tuple, tuple[str, int, int, Any, None]] = {}
+_QUICK: dict[tuple, tuple[str, int, int, Any, None, None]] = {}
 
 # all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) ->
 # (nonblocking method, receive counts (with displacements for Iallgatherv), MPI datatype)

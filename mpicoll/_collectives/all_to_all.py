@@ -14,7 +14,7 @@ from .._group import _State, resolve
 from .._runtime import is_mpich
 from .._work import Work
 from . import _pack, _validate
-from ._call import exchange_key, issue, quick, quick_exchange, quick_list
+from ._call import exchange_key, issue, own_blocks, quick, quick_exchange, quick_list
 from ._large import INT_MAX
 
 
@@ -71,7 +71,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     if scounts is None and rcounts is None:
         args = ([sarr, sarr.size // n, dt], [rarr, rarr.size // n, dt])
         if quick_key is not None:
-            _QUICK[quick_key] = ("Ialltoall", sarr.size // n, rarr.size // n, dt, None)
+            _QUICK[quick_key] = ("Ialltoall", sarr.size // n, rarr.size // n, dt, None, None)
         return issue(name, pg, "Alltoall", args, dst.commit_hook, async_op, [output],
                      sig=lambda: {"dtype": src.dtype, "send": [sarr.size // n] * n,
                                   "recv": [rarr.size // n] * n})
@@ -85,20 +85,22 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
         scounts = [c * row for c in scounts]
         rcounts = [c * row for c in rcounts]
     args, own = _alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
-    if quick_key is not None and own is None:  # (copies: the counts may be the caller's lists)
+    if quick_key is not None:  # (copies: the counts may be the caller's lists)
         (sc, sd), (rc, rd) = args[0][1], args[1][1]
-        _QUICK[quick_key] = ("Ialltoallv", (list(sc), sd), (list(rc), rd), dt, None)
-    return issue(name, pg, "Alltoallv", args, _then(own, dst.commit_hook), async_op, [output],
+        _QUICK[quick_key] = ("Ialltoallv", (list(sc), sd), (list(rc), rd), dt, None, own)
+    return issue(name, pg, "Alltoallv", args, _then(_own_copy(sarr, rarr, own),
+                                                    dst.commit_hook), async_op, [output],
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 
 
 # quick_exchange's table for all_to_all_single (extra: None for equal splits, else the
 # split sizes and this rank's place: _splits), filled by the general path once it has
-# validated such a call and needs no step after MPI's; all_to_all's: (dtype, group size
-# and rank, sizes of the lists) -> (nonblocking method, send and receive counts with
-# displacements, MPI datatype)
-_QUICK: dict[tuple, tuple[str, Any, Any, Any, None]] = {}
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any]] = {}
+# validated such a call and needs no step after MPI's but the copy of this rank's own
+# block (_alltoallv_args); all_to_all's: (dtype, group size and rank, sizes of the lists)
+# -> (nonblocking method, send and receive counts with displacements, MPI datatype, own
+# block or None)
+_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any]] = {}
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any]] = {}
 
 
 def _splits(pg: Any, osizes: Any, isizes: Any) -> tuple | bool:
@@ -125,21 +127,27 @@ _SELF_COPY_BYTES = 4096
 
 
 def _alltoallv_args(me: int, send: np.ndarray, scounts: list[int], recv: np.ndarray,
-                    rcounts: list[int], dt: Any) -> tuple[tuple, Callable[[], None] | None]:
-    """Alltoallv's buffer specs, and the local copy of this rank's own block when MPI
-    is better left out of it (None otherwise). Counts and data are flat elements."""
+                    rcounts: list[int], dt: Any) -> tuple[tuple, tuple[int, int, int] | None]:
+    """Alltoallv's buffer specs, and where this rank's own block lies when MPI is better
+    left out of it: (send offset, receive offset, count), to copy locally
+    (:func:`own_blocks`); None otherwise. Counts and data are flat elements."""
     sdispls, rdispls = _pack.displs(scounts), _pack.displs(rcounts)
     own = None
     c = scounts[me]
     if c * send.itemsize >= _SELF_COPY_BYTES and is_mpich():
-        s0, r0 = sdispls[me], rdispls[me]
-        src, dst = send.reshape(-1)[s0:s0 + c], recv.reshape(-1)[r0:r0 + c]
+        own = sdispls[me], rdispls[me], c
         scounts, rcounts = list(scounts), list(rcounts)
         scounts[me] = rcounts[me] = 0
-
-        def own() -> None:
-            np.copyto(dst, src)
     return ([send, (scounts, sdispls), dt], [recv, (rcounts, rdispls), dt]), own
+
+
+def _own_copy(send: np.ndarray, recv: np.ndarray,
+              own: tuple[int, int, int] | None) -> Callable[[], None] | None:
+    """The local copy of this rank's own block (:func:`_alltoallv_args`), or None."""
+    if own is None:
+        return None
+    pair = own_blocks(send, recv, own)
+    return lambda: np.copyto(*pair)
 
 
 def _then(first: Callable[[], None] | None,
@@ -181,8 +189,10 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         if inq is not None and outq[1] == inq[1] and (inq[3] <= outq[2] or outq[3] <= inq[2]):
             hit = _QUICK_LISTS.get((inq[1], n, pg.my_rank, *inq[4], None, *outq[4]))
             if hit is not None:
-                _, sc, rc, dt = hit
-                quick(name, pg, "Ialltoallv", ([inq[0], sc, dt], [outq[0], rc, dt]))
+                _, sc, rc, dt, own = hit
+                quick(name, pg, "Ialltoallv", ([inq[0], sc, dt], [outq[0], rc, dt]),
+                      own and own_blocks(np.frombuffer(inq[0], inq[1]),
+                                         np.frombuffer(outq[0], inq[1]), own))
                 return None
     ins = _validate.tensor_list(name, input_tensor_list, n, "input_tensor_list", writable=False)
     outs = _validate.tensor_list(name, output_tensor_list, n, "output_tensor_list",
@@ -200,11 +210,11 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         send = send.copy()
     args, own = _alltoallv_args(pg.my_rank, send, scounts, recv, rcounts,
                                 mpi_datatype(send.dtype))
-    if own is None and ins[0].dtype in PLAIN:
+    if ins[0].dtype in PLAIN:
         (sc, sd), (rc, rd) = args[0][1], args[1][1]
         _QUICK_LISTS[(send.dtype, n, pg.my_rank, *scounts, None, *rcounts)] = (
-            "Ialltoallv", (sc, sd), (rc, rd), args[0][2])
+            "Ialltoallv", (sc, sd), (rc, rd), args[0][2], own)
     unpack = (lambda: _pack.unpack(recv, outs)) if staged else None
-    return issue(name, pg, "Alltoallv", args, _then(own, unpack), async_op,
+    return issue(name, pg, "Alltoallv", args, _then(_own_copy(send, recv, own), unpack), async_op,
                  list(output_tensor_list), keep=(ins, outs),
                  sig=lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts})

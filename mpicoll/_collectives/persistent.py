@@ -19,7 +19,7 @@ from .._mpi import MPI
 from . import _reduce, _validate
 from ._persistent import PersistentCollective
 from ._refresh import derive, refresh, refuse_immutable
-from .all_to_all import _alltoallv_args, _then
+from .all_to_all import _alltoallv_args, _own_copy, _then
 from .reduce_op import ReduceOp, op_name, plan
 
 __all__ = ["PersistentCollective", "all_gather_into_tensor_init", "all_reduce_init",
@@ -141,7 +141,8 @@ def all_to_all_single_init(output: Any, input: Any, output_split_sizes: list[int
         rcounts = [c * row for c in rcounts]
     args, own = _alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
     return PersistentCollective(
-        "all_to_all_single", pg, "Alltoallv", args, _then(own, dst.commit_hook), [output],
+        "all_to_all_single", pg, "Alltoallv", args, _then(_own_copy(sarr, rarr, own),
+                                                          dst.commit_hook), [output],
         watch, steps, lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 
 

@@ -47,7 +47,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
         if src.array.size <= INT_MAX:
             dt = mpi_datatype(arr.dtype)
             _QUICK[exchange_key(arr, src.array, pg, op)] = (
-                "Ireduce_scatter_block", arr.size, arr.size, dt, p.mpi_op)
+                "Ireduce_scatter_block", arr.size, arr.size, dt, p.mpi_op, None)
     if np.may_share_memory(src.view, dst.view):
         src.detach_input()
     send = _reduce.send_side(p, src.array, src.dtype)
@@ -62,7 +62,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
 
 # quick_exchange's table for reduce_scatter_tensor (extra: the ReduceOp): the calls the
 # general path validated
-_QUICK: dict[tuple, tuple[str, int, int, Any, Any]] = {}
+_QUICK: dict[tuple, tuple[str, int, int, Any, Any, None]] = {}
 
 # reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the
 # list) ->
