@@ -90,6 +90,8 @@ def quick(op: str, group: Any, method: str, args: tuple,
     except MPI.Exception as e:
         raise mpi_error(op, e, args) from e
     except BaseException:
+        if copy is not None and req is not None:
+            _copyto(*copy)  # in case the interrupt came before it (MPI never touches it)
         _interrupted(op, req, group, seq, args)
         raise
 
