@@ -66,8 +66,8 @@ def span(items: Any, writable: bool, convert: Any = None) -> tuple[Any, int, int
                 return None
             continue
         if not converted:
-            f = a.flags
-            if not f.c_contiguous or (writable and not f.writeable):
+            f = a.flags  # carray: C-contiguous, aligned and writeable, read in one attribute
+            if not (f.carray if writable else f.c_contiguous):
                 return None
         addr = _address(a).address  # 0.1 us, where a.ctypes.data costs 1 us
         if first is None:

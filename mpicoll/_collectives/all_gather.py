@@ -84,7 +84,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         outq = quick_list(tensor_list, n, True)
         a = quick_array(tensor, False) if outq is not None else None
         if a is not None and a.dtype == outq[1] and apart(a, outq[2], outq[3]):
-            hit = _QUICK_LISTS.get((a.dtype, a.size, pg.my_rank, *outq[4]))
+            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *outq[4]))
             if hit is not None:
                 quick(name, pg, hit[0], ([a, a.size, hit[2]], [outq[0], hit[1], hit[2]]))
                 return None

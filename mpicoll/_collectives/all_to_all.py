@@ -187,7 +187,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         outq = quick_list(output_tensor_list, n, True)
         inq = quick_list(input_tensor_list, n, False) if outq is not None else None
         if inq is not None and outq[1] == inq[1] and (inq[3] <= outq[2] or outq[3] <= inq[2]):
-            hit = _QUICK_LISTS.get((inq[1], n, pg.my_rank, *inq[4], None, *outq[4]))
+            hit = _QUICK_LISTS.get((inq[1], n, pg._rank, *inq[4], None, *outq[4]))
             if hit is not None:
                 _, sc, rc, dt, own = hit
                 quick(name, pg, "Ialltoallv", ([inq[0], sc, dt], [outq[0], rc, dt]),

@@ -92,7 +92,7 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
         inq = quick_list(input_list, n, False)
         a = quick_array(output) if inq is not None else None
         if a is not None and a.dtype == inq[1] and apart(a, inq[2], inq[3]):
-            hit = _QUICK_LISTS.get((a.dtype, a.size, pg.my_rank, op, *inq[4]))
+            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, op, *inq[4]))
             if hit is not None:
                 method, counts, dt, mpi_op = hit
                 args = ([inq[0], counts, dt], [a, counts, dt], mpi_op) if type(counts) \
