@@ -70,30 +70,35 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     return None
 
 
-def quick(op: str, group: Any, method: str, args: tuple,
-          copy: tuple[Any, Any] | None = None) -> None:
+def quick(op: str, group: Any, method: str, args: tuple) -> None:
     """:func:`issue` for the common blocking call that needs nothing after the data
     arrives and no checked mode: the same numbering, departure check and wait, and
-    ``method`` is already the nonblocking name (``"Iallreduce"``). ``copy``: (destination,
-    source) arrays copied while MPI works (a rank's own block, left out of MPICH's
-    Alltoallv: :func:`own_blocks`)."""
+    ``method`` is already the nonblocking name (``"Iallreduce"``)."""
     seq = group.seq = group.seq + 1
     if _departures.left:
         _departures.check(op, group, seq)
     req = None
     try:
         req = getattr(group.comm, method)(*args)
-        if copy is not None:
-            _copyto(*copy)
         if not req.Test():
             wait_requests([req], op, group, seq, args)
     except MPI.Exception as e:
         raise mpi_error(op, e, args) from e
     except BaseException:
-        if copy is not None and req is not None:
-            _copyto(*copy)  # in case the interrupt came before it (MPI never touches it)
         _interrupted(op, req, group, seq, args)
         raise
+
+
+def quick_then_copy(op: str, group: Any, method: str, args: tuple,
+                    copy: tuple[Any, Any]) -> None:
+    """:func:`quick`, then ``copy`` = (destination, source): this rank's own block, which
+    MPICH's Alltoallv is left out of (:func:`own_blocks`). The copy is made also when the
+    wait is interrupted (MPI never touches that block), as the general path's would be
+    when its pending Work completes."""
+    try:
+        quick(op, group, method, args)
+    finally:
+        _copyto(*copy)
 
 
 def own_blocks(send: Any, recv: Any, own: tuple[int, int, int]) -> tuple[Any, Any]:
@@ -161,8 +166,11 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     if hit is None or may_share_memory(s, r):
         return False
     method, sc, rc, dt, mpi_op, own = hit
-    quick(op, group, method, ((s, sc, dt), (r, rc, dt)) if mpi_op is None else
-          ((s, sc, dt), (r, rc, dt), mpi_op), own and own_blocks(s, r, own))
+    if own is not None:
+        quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own))
+    else:
+        quick(op, group, method, ((s, sc, dt), (r, rc, dt)) if mpi_op is None else
+              ((s, sc, dt), (r, rc, dt), mpi_op))
     return True
 
 

@@ -14,7 +14,15 @@ from .._group import _State, resolve
 from .._runtime import is_mpich
 from .._work import Work
 from . import _pack, _validate
-from ._call import exchange_key, issue, own_blocks, quick, quick_exchange, quick_list
+from ._call import (
+    exchange_key,
+    issue,
+    own_blocks,
+    quick,
+    quick_exchange,
+    quick_list,
+    quick_then_copy,
+)
 from ._large import INT_MAX
 
 
@@ -190,9 +198,12 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
             hit = _QUICK_LISTS.get((inq[1], n, pg._rank, *inq[4], None, *outq[4]))
             if hit is not None:
                 _, sc, rc, dt, own = hit
-                quick(name, pg, "Ialltoallv", ([inq[0], sc, dt], [outq[0], rc, dt]),
-                      own and own_blocks(np.frombuffer(inq[0], inq[1]),
-                                         np.frombuffer(outq[0], inq[1]), own))
+                args = ([inq[0], sc, dt], [outq[0], rc, dt])
+                if own is None:
+                    quick(name, pg, "Ialltoallv", args)
+                else:
+                    quick_then_copy(name, pg, "Ialltoallv", args, own_blocks(
+                        np.frombuffer(inq[0], inq[1]), np.frombuffer(outq[0], inq[1]), own))
                 return None
     ins = _validate.tensor_list(name, input_tensor_list, n, "input_tensor_list", writable=False)
     outs = _validate.tensor_list(name, output_tensor_list, n, "output_tensor_list",
