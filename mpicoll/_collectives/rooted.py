@@ -64,7 +64,7 @@ def _quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
     a = quick_array(tensor, not gathering)
     if a is None:
         return False
-    if pg.my_rank != root:
+    if pg._rank != root:
         dt = _QUICK.get(a.dtype) if not tensors else None
         if dt is None:
             return False
