@@ -152,6 +152,9 @@ def test_overlapping_and_read_only_arrays_after_warm_up(rank, size, group):
     both = src.copy()
     dist.all_to_all_single(both, both, group=group)  # output is input
     assert_equal(both, _a2a_expected(rank, size, m, "int64"), "int64")
+    both = src.copy()
+    dist.all_to_all_single(both[:], both, group=group)  # a view of an array that owns
+    assert_equal(both, _a2a_expected(rank, size, m, "int64"), "int64")
     frozen = src.copy()
     frozen.flags.writeable = False
     dist.all_to_all_single(out, frozen, group=group)
