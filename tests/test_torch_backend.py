@@ -9,6 +9,7 @@ import torch.distributed as tdist
 from _sync import check_async_barrier, check_blocking_barrier
 
 import mpicoll.torch  # noqa: F401  (registers the backend)
+from mpicoll.errors import ArgumentValueError
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -125,6 +126,37 @@ def test_all_to_all_single_uneven_and_list(rank, size):
     np.testing.assert_array_equal(out.numpy(), exp)
 
 
+def test_lists_of_unequal_length_raise_before_communicating(rank, size):
+    # direct ProcessGroup calls with more outputs than inputs (or fewer): gloo raises
+    # ("requires input/output tensor lists to have the same length"); nothing may be
+    # dropped silently
+    pg = tdist.group.WORLD
+    x = torch.full((2,), float(rank + 1))
+    spare = [torch.full((2,), -1.0) for _ in range(size)]
+    cases = [
+        ("allgather", "output_tensors", lambda: pg.allgather([list(spare), list(spare)], [x])),
+        ("allgather_into_tensor_coalesced", "outputs",
+         lambda: pg.allgather_into_tensor_coalesced([torch.full((2 * size,), -1.0)] * 2, [x])),
+        ("reduce_scatter", "output_tensors",
+         lambda: pg.reduce_scatter([spare[0], spare[1 % size]], [list(spare)])),
+        ("reduce_scatter_tensor_coalesced", "outputs",
+         lambda: pg.reduce_scatter_tensor_coalesced([spare[0]] * 2, [torch.ones(2 * size)])),
+        ("gather", "output_tensors",  # the root's output lists against one input
+         lambda: pg.gather([list(spare), list(spare)] if rank == 0 else [], [x],
+                           tdist.GatherOptions())),
+        ("scatter", "output_tensors",  # one output against the root's two input lists
+         lambda: pg.scatter([spare[0]], [list(spare), list(spare)] if rank == 0 else [],
+                            tdist.ScatterOptions())),
+    ]
+    for op, arg, call in cases:
+        if op in ("gather", "scatter") and rank != 0:
+            continue  # only the root holds the lists; the others' calls are well formed
+        with pytest.raises(ArgumentValueError, match=f"^{op}: {arg} must hold one entry") as e:
+            call()
+        assert e.value.arg == arg
+    assert all(t.tolist() == [-1.0, -1.0] for t in spare)  # untouched
+
+
 def test_barrier(rank, size):
     # rank 0 enters last: no rank may leave the barrier before it (tests/_sync.py)
     check_async_barrier(lambda: tdist.barrier(async_op=True))
@@ -232,7 +264,7 @@ def test_ddp_matches_single_process_training(rank, size):
         ref_opt.zero_grad()
         torch.nn.functional.mse_loss(ref(x[step]), y[step]).backward()
         ref_opt.step()
-    for p, q in zip(ddp.module.parameters(), ref.parameters()):
+    for p, q in zip(ddp.module.parameters(), ref.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
     flat = torch.cat([p.detach().flatten() for p in ddp.module.parameters()])
     everyone = [torch.empty_like(flat) for _ in range(size)]

@@ -81,7 +81,7 @@ def _copy_into(view: np.ndarray) -> Callable[[np.ndarray], None]:
 
 
 def _overlapping_strides(view: np.ndarray) -> bool:
-    return any(s == 0 and n > 1 for s, n in zip(view.strides, view.shape))
+    return any(s == 0 and n > 1 for s, n in zip(view.strides, view.shape, strict=True))
 
 
 # (a numpy view or the array MPI uses, logical dtype name, write-back hook or None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import mpicoll as _m
 
@@ -87,7 +87,7 @@ class Group:
 
 
 class _Groups:
-    by_id: dict[int, Group] = {}  # live groups; 0 is the global group
+    by_id: ClassVar[dict[int, Group]] = {}  # live groups; 0 is the global group
     created = 0
 
 

@@ -16,6 +16,7 @@ import torch.distributed as dist
 import mpicoll
 
 from .._group import ProcessGroup as _Group
+from ..errors import ArgumentValueError
 from ._work import CompletedWork, TorchWork
 
 _DONE = CompletedWork()
@@ -26,6 +27,18 @@ def _tensors(x: Any) -> list[Any]:
     if type(x) is list:  # what torch passes (isinstance on torch.Tensor costs ~1,500 instructions)
         return x
     return [x] if isinstance(x, torch.Tensor) else list(x)
+
+
+def _paired(op: str, outs: Any, ins: Any, oname: str = "output_tensors",
+            iname: str = "input_tensors") -> list[tuple[Any, Any]]:
+    """The pairs of ``outs`` and ``ins``, which must be of one length (torch's callers
+    pass one output per input; a direct call may not, and a zip would drop the rest)."""
+    if len(outs) != len(ins):
+        raise ArgumentValueError(op, "list_length", "{arg} must hold one entry per tensor of "
+                                 "{other}: expected {expected}, got {got}",
+                                 {"arg": oname, "other": iname}, expected=len(ins),
+                                 got=len(outs))
+    return list(zip(outs, ins, strict=True))
 
 
 def _async(opts: Any) -> bool:
@@ -135,7 +148,7 @@ class MpicollProcessGroup(dist.ProcessGroup):
     def allgather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
         ins = _tensors(input_tensors)
         outs = [output_tensors] if isinstance(input_tensors, torch.Tensor) else output_tensors
-        calls = [(mpicoll.all_gather, (list(o), i), {}) for o, i in zip(outs, ins)]
+        calls = [(mpicoll.all_gather, (list(o), i), {}) for o, i in _paired("allgather", outs, ins)]
         return self._run(calls, list(outs), opts)
 
     def all_gather_single(self, output: Any, input: Any, opts: Any = None) -> Any:
@@ -150,7 +163,9 @@ class MpicollProcessGroup(dist.ProcessGroup):
         return self._run(calls, list(output_lists), opts)
 
     def all_gather_single_coalesced(self, outputs: Any, inputs: Any, opts: Any = None) -> Any:
-        calls = [(mpicoll.all_gather_into_tensor, (o, i), {}) for o, i in zip(outputs, inputs)]
+        calls = [(mpicoll.all_gather_into_tensor, (o, i), {})
+                 for o, i in _paired("allgather_into_tensor_coalesced", outputs, inputs,
+                                     "outputs", "inputs")]
         return self._run(calls, list(outputs), opts)
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
@@ -159,31 +174,34 @@ class MpicollProcessGroup(dist.ProcessGroup):
         ins = _tensors(input_tensors)
         root = opts.rootRank if opts is not None else 0
         outs = output_tensors if self._group.rank() == root else [None] * len(ins)
-        if len(ins) == 1:
-            o = outs[0]
-            return self._one(mpicoll.gather, (ins[0], list(o) if o is not None else None),
+        pairs = _paired("gather", outs, ins)
+        if len(pairs) == 1:
+            o, i = pairs[0]
+            return self._one(mpicoll.gather, (i, list(o) if o is not None else None),
                              list(output_tensors), opts, group_dst=root)
         calls = [(mpicoll.gather, (i, list(o) if o is not None else None),
-                  {"group_dst": root}) for o, i in zip(outs, ins)]
+                  {"group_dst": root}) for o, i in pairs]
         return self._run(calls, list(output_tensors), opts)
 
     def scatter(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
         outs = _tensors(output_tensors)
         root = opts.rootRank if opts is not None else 0
         ins = input_tensors if self._group.rank() == root else [None] * len(outs)
-        if len(outs) == 1:
-            i = ins[0]
-            return self._one(mpicoll.scatter, (outs[0], list(i) if i is not None else None),
+        pairs = _paired("scatter", outs, ins)
+        if len(pairs) == 1:
+            o, i = pairs[0]
+            return self._one(mpicoll.scatter, (o, list(i) if i is not None else None),
                              outs, opts, group_src=root)
         calls = [(mpicoll.scatter, (o, list(i) if i is not None else None),
-                  {"group_src": root}) for o, i in zip(outs, ins)]
+                  {"group_src": root}) for o, i in pairs]
         return self._run(calls, outs, opts)
 
     def reduce_scatter(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
         outs = _tensors(output_tensors)
         ins = [input_tensors] if isinstance(output_tensors, torch.Tensor) else input_tensors
         op = _op(opts)
-        calls = [(mpicoll.reduce_scatter, (o, list(i), op), {}) for o, i in zip(outs, ins)]
+        calls = [(mpicoll.reduce_scatter, (o, list(i), op), {})
+                 for o, i in _paired("reduce_scatter", outs, ins)]
         return self._run(calls, outs, opts)
 
     def reduce_scatter_single(self, output: Any, input: Any, opts: Any = None) -> Any:
@@ -194,7 +212,9 @@ class MpicollProcessGroup(dist.ProcessGroup):
 
     def reduce_scatter_single_coalesced(self, outputs: Any, inputs: Any, opts: Any = None) -> Any:
         op = _op(opts)
-        calls = [(mpicoll.reduce_scatter_tensor, (o, i, op), {}) for o, i in zip(outputs, inputs)]
+        calls = [(mpicoll.reduce_scatter_tensor, (o, i, op), {})
+                 for o, i in _paired("reduce_scatter_tensor_coalesced", outputs, inputs,
+                                     "outputs", "inputs")]
         return self._run(calls, list(outputs), opts)
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
