@@ -158,6 +158,9 @@ class MpicollProcessGroup(dist.ProcessGroup):
 
     def allgather_coalesced(self, output_lists: Any, input_list: Any, opts: Any = None) -> Any:
         # output_lists[rank][tensor]: transpose into one all_gather per input tensor
+        for r, per_rank in enumerate(output_lists):
+            _paired("allgather_coalesced", per_rank, input_list, f"output_lists[{r}]",
+                    "input_list")
         calls = [(mpicoll.all_gather, ([per_rank[i] for per_rank in output_lists], t), {})
                  for i, t in enumerate(input_list)]
         return self._run(calls, list(output_lists), opts)
