@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from ._work import Work
 
@@ -34,6 +33,11 @@ class _Engine:
                                                 daemon=True)
                 self._thread.start()
             self._wake.notify()
+
+    def test(self, work: Work) -> bool:
+        """``work.is_completed()``, never while the thread tests it."""
+        with self._lock:
+            return work.is_completed()
 
     def claim(self, work: Work) -> Callable[[Work], None] | None:
         """Take ``work`` back from the thread; returns its callback if it was pending."""
@@ -88,9 +92,3 @@ class _Engine:
 
 engine = _Engine()
 
-
-def wait_claimed(work: Work, timeout: Any = None) -> Callable[[Work], None] | None:
-    """Block on ``work`` in this thread; returns the callback still owed, if any."""
-    callback = engine.claim(work)
-    work.wait(timeout)
-    return callback

@@ -159,6 +159,87 @@ def test_lists_of_unequal_length_raise_before_communicating(rank, size):
     assert all(t.tolist() == [-1.0, -1.0] for t in spare)  # untouched
 
 
+def test_one_tensor_calls_refuse_several(rank, size):
+    # gloo's older multi-tensor form (the list combined, rootTensor picking the root's) is
+    # refused with a message, never run per tensor (other values than gloo's)
+    pg = tdist.group.WORLD
+    a, b = torch.full((2,), rank + 1.0), torch.full((2,), rank + 2.0)
+    with pytest.raises(ArgumentValueError, match=r"^allreduce: tensors must hold one tensor"):
+        pg.allreduce([a, b])
+    with pytest.raises(ArgumentValueError, match=r"^broadcast: rootTensor must index"):
+        pg.broadcast([a], _opts(tdist.BroadcastOptions(), rootTensor=1))
+    with pytest.raises(ArgumentValueError, match=r"^reduce: tensors must hold one tensor"):
+        pg.reduce([a, b], tdist.ReduceOptions())
+    assert a.tolist() == [rank + 1.0] * 2 and b.tolist() == [rank + 2.0] * 2
+    # several tensors: allreduce_coalesced, each reduced on its own
+    pg.allreduce_coalesced([a, b]).wait()
+    assert a.tolist() == [sum(r + 1.0 for r in range(size))] * 2
+    assert b.tolist() == [sum(r + 2.0 for r in range(size))] * 2
+
+
+def _opts(opts, **fields):
+    for k, v in fields.items():
+        setattr(opts, k, v)
+    return opts
+
+
+def test_gather_futures_give_flat_lists(rank, size):
+    # as gloo's: the future of a gather/allgather holds the output tensors, not the list
+    # of lists the call took
+    pg = tdist.group.WORLD
+    x = torch.full((2,), float(rank))
+    outs = [torch.zeros(2) for _ in range(size)]
+    got = pg.allgather([outs], [x]).get_future().wait()
+    assert len(got) == size and all(g is o for g, o in zip(got, outs, strict=True))
+    assert [g.tolist() for g in got] == [[float(r)] * 2 for r in range(size)]
+    gl = [torch.zeros(2) for _ in range(size)]
+    w = pg.gather([gl] if rank == 0 else [], [x], _opts(tdist.GatherOptions(), rootRank=0))
+    got = w.get_future().wait()
+    if rank == 0:
+        assert [g.tolist() for g in got] == [[float(r)] * 2 for r in range(size)]
+    else:
+        assert got == []
+
+
+@pytest.mark.mpi(min_size=2)
+def test_wait_timeout_leaves_the_future_to_complete(rank, size):
+    # a wait that times out is not the operation failing: the future still completes with
+    # the result once the late rank arrives (as gloo's)
+    import datetime
+    import time
+
+    from mpicoll.errors import CollectiveTimeout
+
+    t = torch.full((2,), 1.0)
+    if rank == 1:
+        time.sleep(1.0)
+    w = tdist.all_reduce(t, async_op=True)
+    fut = w.get_future()
+    if rank == 0:
+        with pytest.raises(CollectiveTimeout):
+            w.wait(datetime.timedelta(seconds=0.2))
+        assert not fut.done()
+    assert [v.tolist() for v in fut.wait()] == [[float(size)] * 2]
+    assert w.exception() is None and t.tolist() == [float(size)] * 2
+
+
+def test_polling_is_completed_beside_the_future_thread(rank, size):
+    # is_completed() and the progress thread (completing the future) test one request:
+    # MPI allows that in one thread at a time (MPICH failed "unexpected value in case
+    # statement" within a few thousand such loops)
+    o = tdist.AllreduceOptions()
+    o.reduceOp = tdist.ReduceOp.AVG
+    pg = tdist.group.WORLD
+    for _ in range(3000):
+        t = torch.full((4,), 1.0 + 2 * rank)
+        w = pg.allreduce([t], o)
+        fut = w.get_future()
+        while not w.is_completed():
+            pass
+        fut.wait()
+        assert t.tolist() == [float(size)] * 4
+
+
 def test_barrier(rank, size):
     # rank 0 enters last: no rank may leave the barrier before it (tests/_sync.py)
     check_async_barrier(lambda: tdist.barrier(async_op=True))

@@ -41,6 +41,30 @@ def _paired(op: str, outs: Any, ins: Any, oname: str = "output_tensors",
     return list(zip(outs, ins, strict=True))
 
 
+def _single(op: str, ts: list[Any], opts: Any) -> Any:
+    """The one tensor of a call that takes one (allreduce, broadcast, reduce). torch's own
+    callers pass one; gloo's older form (several tensors combined across the list, with
+    ``rootTensor`` choosing the root's) is refused rather than run per tensor, which would
+    give other values. ``allreduce_coalesced`` is the call for several tensors."""
+    if len(ts) != 1:
+        raise ArgumentValueError(op, "one_tensor", "{arg} must hold one tensor: expected "
+                                 "{expected}, got {got} (for several tensors, use "
+                                 "allreduce_coalesced or one call each)", {"arg": "tensors"},
+                                 expected=1, got=len(ts))
+    root_tensor = getattr(opts, "rootTensor", 0)
+    if root_tensor != 0:
+        raise ArgumentValueError(op, "root_tensor", "{arg} must index the one tensor: "
+                                 "expected {expected}, got {got}", {"arg": "rootTensor"},
+                                 expected=0, got=root_tensor)
+    return ts[0]
+
+
+def _flat(lists: Any) -> list[Any]:
+    """The tensors of a list of lists: what a gather's Work gives as its result (gloo's
+    form)."""
+    return [t for ts in lists for t in ts]
+
+
 def _async(opts: Any) -> bool:
     return bool(getattr(opts, "asyncOp", True))
 
@@ -118,21 +142,22 @@ class MpicollProcessGroup(dist.ProcessGroup):
 
     def allreduce(self, tensors: Any, opts: Any = None) -> Any:
         ts = _tensors(tensors)
-        op = _op(opts)
-        if len(ts) == 1:
-            return self._one(mpicoll.all_reduce, (ts[0], op), ts, opts)
-        return self._run([(mpicoll.all_reduce, (t, op), {}) for t in ts], ts, opts)
+        if len(ts) == 1:  # the common call, checked without a call
+            return self._one(mpicoll.all_reduce, (ts[0], _op(opts)), ts, opts)
+        return self._one(mpicoll.all_reduce, (_single("allreduce", ts, None), _op(opts)), ts,
+                         opts)
 
     def allreduce_coalesced(self, tensors: Any, opts: Any = None) -> Any:
-        return self.allreduce(tensors, opts)
+        ts = _tensors(tensors)
+        op = _op(opts)
+        return self._run([(mpicoll.all_reduce, (t, op), {}) for t in ts], ts, opts)
 
     def broadcast(self, tensors: Any, opts: Any = None) -> Any:
         ts = _tensors(tensors)
         root = opts if isinstance(opts, int) else (opts.rootRank if opts is not None else 0)
         opts = None if isinstance(opts, int) else opts
-        if len(ts) == 1:
-            return self._one(mpicoll.broadcast, (ts[0],), ts, opts, group_src=root)
-        return self._run([(mpicoll.broadcast, (t,), {"group_src": root}) for t in ts], ts, opts)
+        return self._one(mpicoll.broadcast, (_single("broadcast", ts, opts),), ts, opts,
+                         group_src=root)
 
     def reduce(self, tensors: Any, opts: Any = None, op: Any = None) -> Any:
         ts = _tensors(tensors)
@@ -140,16 +165,14 @@ class MpicollProcessGroup(dist.ProcessGroup):
             root, rop, opts = opts, (op if op is not None else mpicoll.ReduceOp.SUM), None
         else:
             root, rop = (opts.rootRank if opts is not None else 0), _op(opts)
-        if len(ts) == 1:
-            return self._one(mpicoll.reduce, (ts[0],), ts, opts, group_dst=root, op=rop)
-        return self._run([(mpicoll.reduce, (t,), {"group_dst": root, "op": rop}) for t in ts],
-                         ts, opts)
+        return self._one(mpicoll.reduce, (_single("reduce", ts, opts),), ts, opts,
+                         group_dst=root, op=rop)
 
     def allgather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
         ins = _tensors(input_tensors)
         outs = [output_tensors] if isinstance(input_tensors, torch.Tensor) else output_tensors
         calls = [(mpicoll.all_gather, (list(o), i), {}) for o, i in _paired("allgather", outs, ins)]
-        return self._run(calls, list(outs), opts)
+        return self._run(calls, _flat(outs), opts)
 
     def all_gather_single(self, output: Any, input: Any, opts: Any = None) -> Any:
         return self._one(mpicoll.all_gather_into_tensor, (output, input), [output], opts)
@@ -181,10 +204,10 @@ class MpicollProcessGroup(dist.ProcessGroup):
         if len(pairs) == 1:
             o, i = pairs[0]
             return self._one(mpicoll.gather, (i, list(o) if o is not None else None),
-                             list(output_tensors), opts, group_dst=root)
+                             _flat(output_tensors), opts, group_dst=root)
         calls = [(mpicoll.gather, (i, list(o) if o is not None else None),
                   {"group_dst": root}) for o, i in pairs]
-        return self._run(calls, list(output_tensors), opts)
+        return self._run(calls, _flat(output_tensors), opts)
 
     def scatter(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
         outs = _tensors(output_tensors)

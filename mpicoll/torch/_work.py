@@ -7,7 +7,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from .._progress import engine, wait_claimed
+from .._progress import engine
 from .._work import Work
 
 
@@ -27,13 +27,20 @@ class TorchWork(dist._Work):
         self._exc: BaseException | None = None
 
     def wait(self, timeout: Any = None) -> bool:
-        try:
-            for w in self._works:
-                wait_claimed(w, timeout if timeout else None)
-        except BaseException as e:
-            self._exc = e
-            self._settle()
-            raise
+        for w in self._works:
+            callback = engine.claim(w)
+            try:
+                w.wait(timeout if timeout else None)
+            except BaseException as e:
+                if w.exception() is None:
+                    # not the operation's failure (the wait timed out, or was interrupted):
+                    # it is still pending, and its future still completes on its own
+                    if callback is not None:
+                        engine.watch(w, callback)
+                    raise
+                self._exc = e
+                self._settle()
+                raise
         self._settle()
         return True
 
@@ -67,7 +74,9 @@ class TorchWork(dist._Work):
         return self._future
 
     def is_completed(self) -> bool:
-        return all(w.is_completed() for w in self._works)
+        # through the engine: its thread may be testing the same requests (a future's), and
+        # MPI completes a request in one thread at a time
+        return all(engine.test(w) for w in self._works)
 
     def is_success(self) -> bool:
         return self.is_completed() and all(w.exception() is None for w in self._works)
