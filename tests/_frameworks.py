@@ -176,9 +176,10 @@ class _Torch(Framework):
 class _Paddle(Framework):
     name = module_name = "paddle"
     # Paddle 3.3.1 (CPU) has no uint16 (``paddle.uint16`` is an alias of bfloat16, and
-    # ``paddle.to_tensor`` turns numpy uint16 into bfloat16), and cannot make uint32 or
-    # uint64 tensors ("Not supported numpy dtype").
-    _dtypes = tuple(d for d in ALL_DTYPES if d not in ("uint16", "uint32", "uint64")) + FLOAT8
+    # ``paddle.to_tensor`` turns numpy uint16 into bfloat16); its uint32 and uint64 tensors
+    # come only through DLPack or a view ("Not supported numpy dtype" from to_tensor)
+    _dtypes = tuple(d for d in ALL_DTYPES if d != "uint16") + FLOAT8
+    _DLPACK_ONLY = ("uint32", "uint64")
 
     @property
     def module(self):
@@ -191,6 +192,8 @@ class _Paddle(Framework):
     def tensor(self, a, dtype):
         if not self.holds(dtype):
             raise ValueError(f"paddle has no {dtype}")
+        if dtype in self._DLPACK_ONLY:
+            return self.module.utils.dlpack.from_dlpack(np.array(_numpy_data(a, dtype)))
         t = self.module.to_tensor(_numpy_data(a, dtype))
         return t.astype(dtype) if dtype in _WIDENED else t
 

@@ -35,7 +35,8 @@ from ..dtypes import carrier_for
 _NAMES: dict[Any, str] = {
     getattr(paddle, n): n
     for n in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-              "float64", "complex64", "complex128")
+              "float64", "complex64", "complex128", "uint32", "uint64")
+    if hasattr(paddle, n)  # uint32/uint64: Paddle 3.x
 }
 # Same-width Paddle integer dtypes that DLPack exports, for reinterpreting
 # dtypes it does not (bfloat16, float8_e4m3fn, float8_e5m2, ...).
@@ -94,6 +95,10 @@ def staged_view(t: paddle.Tensor, writable: bool, op: str, name: str) -> View:
     when the zero-copy route fails.
     """
     logical = dtype_name(t)
+    if writable and logical in _NO_KERNELS:
+        raise _Type(op, "dtype", "{arg} of dtype {got} cannot receive data here: it is not "
+                    "in a form DLPack exports, and Paddle has no CPU kernel to copy a result "
+                    "into it (pass a contiguous tensor)", {"arg": name}, got=logical)
     try:
         arr = np.ascontiguousarray(t.numpy())
     except Exception as e:  # whatever Paddle raises, reported as unreadable
@@ -126,4 +131,12 @@ def writeback(t: paddle.Tensor, result: np.ndarray) -> None:
 
 def empty(t: paddle.Tensor, shape: tuple[int, ...]) -> paddle.Tensor:
     """A new tensor of ``t``'s dtype, on the CPU."""
-    return paddle.empty(list(shape), dtype=t.dtype)
+    dt = t.dtype
+    if _NAMES.get(dt) in _NO_KERNELS:  # no kernel makes one: the same-width int, viewed
+        return paddle.empty(list(shape), dtype=f"int{8 * t.element_size()}").view(dt)
+    return paddle.empty(list(shape), dtype=dt)
+
+
+# dtypes numpy and DLPack carry but Paddle (3.3) has no CPU kernels for (full, assign,
+# empty through numpy): made and written only through a view
+_NO_KERNELS = frozenset({"uint32", "uint64"})
