@@ -24,10 +24,11 @@ pending: dict[int, Work] = {}
 
 
 def wait_pending(group: Any, tensor: Any = None) -> None:
-    """Wait for the pending Works on ``group`` (that write ``tensor``, if given), in the
-    order they were issued."""
-    for w in sorted(list(pending.values()), key=lambda w: w.seq):
-        if w.group is group and (tensor is None or any(o is tensor for o in w._outputs)):
+    """Wait for the pending Works on ``group`` (on any group if None) that write ``tensor``
+    (any, if None), in the order they were issued."""
+    for w in list(pending.values()):  # in the order they were issued
+        if (group is None or w.group is group) and (
+                tensor is None or any(o is tensor for o in w._outputs)):
             w.wait()
 
 

@@ -100,6 +100,20 @@ def test_wait_on_a_group(rank, size):
     dist.barrier()
 
 
+def test_wait_without_a_group_waits_for_every_group(rank, size):
+    # Paddle's wait syncs the calculation stream (use_calc_stream=True, the default), which
+    # every earlier operation precedes, whatever its group
+    members = list(range(size))[::-1]
+    g = dist.new_group(members)
+    t = pt(rows_of(rank))
+    task = dist.all_reduce(t, group=g, sync_op=False)
+    assert not task.is_sync()
+    dist.wait(t)
+    expect(t, sum(rows_of(r) for r in members))
+    assert task.is_completed()
+    assert dist.all_reduce(pt(rows_of(rank))).is_sync()
+
+
 # -- groups: get_group, get_backend, is_available, destroy_process_group ------------------
 
 
@@ -440,7 +454,7 @@ def _misuse_calls(rank, size):
 def test_stream_use_calc_stream_without_sync_op_raises_before_communicating(rank, size):
     calls, outputs = _misuse_calls(rank, size)
     assert sorted(calls) == sorted(stream.__all__)  # every stream call is tried
-    for name, call in calls.items():
+    for call in calls.values():
         with pytest.raises(RuntimeError, match="use_calc_stream"):
             call()
     for o in outputs:
@@ -452,6 +466,20 @@ def test_stream_use_calc_stream_without_sync_op_raises_before_communicating(rank
 
 
 # -- destroying everything (last: the world is initialised again at the end) --------------
+
+
+def test_destroying_the_global_group_object_destroys_everything(rank, size):
+    g = dist.new_group(list(range(size)))
+    try:
+        dist.destroy_process_group(dist.get_group(0))  # as destroy_process_group(), in Paddle
+        assert not dist.is_initialized()
+        with pytest.warns(UserWarning, match=f"Group {g.id} is not initialized"):
+            assert dist.get_group(g.id) is None
+    finally:
+        dist.init_parallel_env()
+    t = pt(rows_of(rank))
+    dist.all_reduce(t)
+    expect(t, sum(rows_of(r) for r in range(size)))
 
 
 def test_destroy_everything_then_init_again(rank, size):

@@ -164,15 +164,16 @@ def barrier(group: Any = None) -> None:
 
 
 def wait(tensor: Any, group: Any = None, use_calc_stream: bool = True) -> None:
-    """Wait for the pending operations on ``group`` (the global group if None) that
-    write ``tensor``: after it, ``tensor`` holds their results.
+    """Wait for the pending operations that write ``tensor``: after it, ``tensor`` holds
+    their results.
 
-    Paddle synchronises a CUDA stream here; on the CPU its ``wait`` returns at
-    once. ``use_calc_stream`` is accepted and unused.
+    Paddle synchronises a CUDA stream here: with ``use_calc_stream`` (the default) the
+    calculation stream, which every earlier operation precedes, so the operations of
+    every group are waited for; without, ``group``'s own (the global group's if None).
     """
     pg = pg_of(group)
     if not member(pg):
         return
     from .._work import wait_pending
 
-    wait_pending(_m.group.WORLD if pg is None else pg, tensor)
+    wait_pending(None if use_calc_stream else _m.group.WORLD if pg is None else pg, tensor)

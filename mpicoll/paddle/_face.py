@@ -9,14 +9,12 @@ is one that tensors passed in the other order produce. It never reads a message.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mpicoll as _m
 
+from .._work import Work
 from ..errors import ArgumentError
-
-if TYPE_CHECKING:
-    from .._work import Work
 
 
 class ReduceOp:
@@ -56,12 +54,29 @@ def op(value: Any, name: str) -> Any:
 
 def task(work: Work | None, name: str, sync_op: bool, outputs: Any = None,
          source: int = -1) -> Work | None:
-    """Paddle returns a task either way: completed when ``sync_op``, pending otherwise."""
+    """Paddle returns a task either way: completed when ``sync_op``, pending otherwise
+    (a :class:`mpicoll.Work` with Paddle's ``is_sync``)."""
     if sync_op:
-        from .._work import Work
-
-        return Work.completed(name, outputs, source)
+        return _SyncTask.completed(name, outputs, source)
+    if work is not None:
+        work.__class__ = _AsyncTask  # the same object: the core's pending list holds it
     return work
+
+
+class _AsyncTask(Work):
+    """Paddle's task: mpicoll's Work (``wait``, ``is_completed``, ``synchronize``, ...)
+    and ``is_sync``, whether the call was made with ``sync_op=True``."""
+
+    __slots__ = ()
+    _sync = False
+
+    def is_sync(self) -> bool:
+        return self._sync
+
+
+class _SyncTask(_AsyncTask):
+    __slots__ = ()
+    _sync = True
 
 
 # Paddle's names for the arguments that the core names by torch's names, per Paddle call.

@@ -182,9 +182,9 @@ def get_backend(group: Any = None) -> str:
 
 
 def destroy_process_group(group: Any = None) -> None:
-    """Free ``group``'s communicator; None frees every group and the global one, after
-    which the next call starts over (as Paddle's deinitialisation)."""
-    if group is None:
+    """Free ``group``'s communicator; None or the global group frees every group and the
+    global one, after which the next call starts over (as Paddle's deinitialisation)."""
+    if group is None or (type(group) is Group and group.id == 0):
         _m.destroy_process_group()
         _Groups.by_id.clear()
         return
