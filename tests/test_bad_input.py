@@ -5,12 +5,15 @@ Every rank passes the same bad input, so every rank raises and no peer waits.
 
 from __future__ import annotations
 
+import re
+
 import _frameworks as frameworks
 import numpy as np
 import pytest
 from _reference import to_np
 
 import mpicoll as dist
+from mpicoll.errors import ArgumentTypeError
 
 
 def _untouched(out, fill=7):
@@ -182,6 +185,22 @@ def test_unsupported_objects(size):
         dist.all_reduce(np.ones(1), op="max")
     with pytest.raises(TypeError, match="P2POp|batch_isend_irecv"):
         dist.batch_isend_irecv([1])
+
+
+@pytest.mark.parametrize("bad", [np.array([1, None] * 4, dtype=object),
+                                 np.array(["ab", "cd"] * 4),
+                                 np.arange(8).astype("datetime64[s]")],
+                         ids=["object", "str", "datetime"])
+def test_unsupported_numpy_dtypes_name_the_argument(bad, size):
+    out = np.full(bad.shape, 7.0)
+    with pytest.raises(ArgumentTypeError,
+                       match=rf"^all_reduce: tensor has dtype {re.escape(str(bad.dtype))}, "):
+        dist.all_reduce(bad)
+    with pytest.raises(ArgumentTypeError, match=r"^broadcast: tensor has dtype"):
+        dist.broadcast(bad, src=0)
+    with pytest.raises(ArgumentTypeError, match=r"^all_gather: tensor has dtype"):
+        dist.all_gather([out] * size, bad)
+    np.testing.assert_array_equal(out, 7.0)
 
 
 def test_non_cpu_torch_tensor():

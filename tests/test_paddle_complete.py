@@ -100,6 +100,30 @@ def test_wait_on_a_group(rank, size):
     dist.barrier()
 
 
+def test_an_empty_output_list_stays_empty_when_the_call_is_refused(rank, size):
+    # Paddle fills an empty output list; a refused call must leave it as it was, and a
+    # non-tensor input gets the error that names it (not the list's AttributeError)
+    outs = []
+    with pytest.raises(TypeError, match=r"^alltoall: in_tensor_list\[0\] of type list"):
+        dist.alltoall(outs, [[1.0, 2.0]] * size)
+    with pytest.raises(ValueError, match=r"^alltoall: in_tensor_list must have one tensor"):
+        dist.alltoall(outs, [pt(rows_of(rank))] * (size + 1))
+    if size > 1:
+        with pytest.raises(ValueError, match=r"^alltoall: in_tensor_list must have one dtype"):
+            dist.alltoall(outs, [pt(rows_of(rank))] + [pt(rows_of(rank, "int64"))] * (size - 1))
+    with pytest.raises(TypeError, match=r"^all_gather: tensor of type list"):
+        dist.all_gather(outs, [1.0, 2.0])
+    with pytest.raises(TypeError, match=r"^all_gather: tensor has dtype object"):
+        dist.all_gather(outs, np.array([1, None], dtype=object))
+    with pytest.raises(TypeError, match=r"^gather: tensor of type list"):
+        dist.gather([1.0, 2.0], outs, dst=rank)  # (refused on every rank, each its own root)
+    assert outs == []
+    dist.all_gather(outs, pt(rows_of(rank)))  # a good call fills it
+    assert len(outs) == size
+    for r, o in enumerate(outs):
+        expect(o, rows_of(r))
+
+
 def test_wait_without_a_group_waits_for_every_group(rank, size):
     # Paddle's wait syncs the calculation stream (use_calc_stream=True, the default), which
     # every earlier operation precedes, whatever its group

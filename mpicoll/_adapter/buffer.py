@@ -91,12 +91,12 @@ View = tuple[np.ndarray, str, "Callable[[np.ndarray], None] | None", str]
 
 def _numpy_subclass_view(x: Any, writable: bool, op: str, name: str) -> View:
     view = np.asarray(x)
-    return view, _name(view.dtype), None, "cpu"
+    return view, _name(view.dtype, op, name), None, "cpu"
 
 
 def _dlpack_view(x: Any, writable: bool, op: str, name: str) -> View:
     view = _from_dlpack(x, op, name)
-    return view, _name(view.dtype), None, "cpu"
+    return view, _name(view.dtype, op, name), None, "cpu"
 
 
 # Exact type -> how to view it; filled as types are first seen, so the per-call
@@ -155,7 +155,8 @@ def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tens
         name: argument name for error messages.
     """
     if type(x) is np.ndarray:  # the common case, without a call
-        view, dtype, wb, device = x, _NAMES.get(x.dtype) or _name(x.dtype), None, "cpu"
+        view, dtype, wb, device = x, _NAMES.get(x.dtype) or _name(x.dtype, op, name), None, \
+            "cpu"
     else:
         view, dtype, wb, device = (_HANDLERS.get(type(x)) or _handler(x, op, name))(
             x, writable, op, name)
@@ -200,15 +201,18 @@ def hooks(framework: str) -> Any:
     return mod
 
 
-def _name(dt: np.dtype) -> str:
-    """The logical dtype name of a numpy dtype (cached: ``dtype.name`` costs ~2 us)."""
+def _name(dt: np.dtype, op: str = "", arg: str = "tensor") -> str:
+    """The logical dtype name of a numpy dtype (cached: ``dtype.name`` costs ~2 us); an
+    ArgumentTypeError naming ``arg`` for one MPI cannot carry (objects, strings, ...)."""
     name = _NAMES.get(dt)
     if name is None:
         # ml_dtypes' scalar types (bfloat16, float8_*) are kind "V" but not structured
         exotic = dt.kind == "V" and dt.names is None and dt.itemsize in (1, 2, 4, 8) and \
             not dt.name.startswith("void")
         if (dt.kind in "OVSUMm" and not exotic) or dt.hasobject:
-            raise TypeError(f"unsupported dtype {dt}")
+            raise _Type(op, "dtype", "{arg} has dtype {got}, which mpicoll cannot "
+                        "communicate (objects, strings, structures, dates)", {"arg": arg},
+                        got=str(dt))
         name = _NAMES[dt] = dt.name
     return name
 

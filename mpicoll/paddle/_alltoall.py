@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import mpicoll as _m
 
-from ._collectives import _is_list, _like
+from ._collectives import _is_list, _likes
 from ._face import HINT_3X, call, task
 from ._groups import member, pg_of
 
@@ -48,10 +48,14 @@ def _alltoall(out_tensor_list: Any, in_tensor_list: Any, group: Any, sync_op: bo
     if len(in_tensor_list) == 0:
         raise ValueError(f"{name}: in_tensor_list must not be empty: expected one tensor per "
                          f"rank ({_m.get_world_size(pg)}), got 0" + hint)
+    fresh = None
     if len(out_tensor_list) == 0 and isinstance(out_tensor_list, list):
-        out_tensor_list.extend(_like(t) for t in in_tensor_list)
-    work = call(name, _m.all_to_all, out_tensor_list, in_tensor_list, group=pg,
-                async_op=not sync_op, hint=hint)
+        fresh = _likes(name, list(in_tensor_list),
+                       [f"in_tensor_list[{j}]" for j in range(len(in_tensor_list))])
+    work = call(name, _m.all_to_all, out_tensor_list if fresh is None else fresh,
+                in_tensor_list, group=pg, async_op=not sync_op, hint=hint)
+    if fresh is not None:
+        out_tensor_list.extend(fresh)
     return task(work, name, sync_op, list(out_tensor_list))
 
 

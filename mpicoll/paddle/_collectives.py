@@ -23,6 +23,22 @@ def _like(x: Any) -> Any:
     return empty(x, tuple(x.shape))[0]
 
 
+def _likes(op: str, xs: list[Any], names: list[str]) -> list[Any]:
+    """New tensors like ``xs`` for an empty output list, which Paddle fills: made apart
+    from the caller's list, which gets them only once the call has been made (a refused
+    call leaves it empty). What is not a tensor gets the core's error, under its name."""
+    from .._adapter.buffer import as_buffer
+
+    out = []
+    for x, name in zip(xs, names, strict=True):
+        try:
+            out.append(_like(x))
+        except Exception:
+            as_buffer(x, op=op, name=name)  # raises the clear error where there is one
+            raise
+    return out
+
+
 def _is_list(x: Any) -> bool:
     return isinstance(x, (list, tuple))
 
@@ -60,9 +76,14 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
     if not member(pg):
         raise not_member_error(name)
     if _is_list(tensor_list):
+        fresh = None
         if len(tensor_list) == 0 and isinstance(tensor_list, list):
-            tensor_list.extend(_like(tensor) for _ in range(_m.get_world_size(pg)))
-        work = call(name, _m.all_gather, tensor_list, tensor, group=pg, async_op=not sync_op)
+            n = _m.get_world_size(pg)
+            fresh = _likes(name, [tensor] * n, ["tensor"] * n)
+        work = call(name, _m.all_gather, tensor_list if fresh is None else fresh, tensor,
+                    group=pg, async_op=not sync_op)
+        if fresh is not None:
+            tensor_list.extend(fresh)
         return task(work, name, sync_op, list(tensor_list))
     work = call(name, _m.all_gather_into_tensor, tensor_list, tensor, group=pg,
                 async_op=not sync_op)
@@ -149,9 +170,14 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
             warnings.warn(f"{name}: gather_list is meaningless on a rank that is not dst "
                           "and is ignored", stacklevel=2)
         gather_list = None
-    elif isinstance(gather_list, list) and len(gather_list) == 0:
-        gather_list.extend(_like(tensor) for _ in range(_m.get_world_size(pg)))
-    work = call(name, _m.gather, tensor, gather_list, dst=dst, group=pg, async_op=not sync_op)
+    fresh = None
+    if dst == _m.get_rank() and isinstance(gather_list, list) and len(gather_list) == 0:
+        n = _m.get_world_size(pg)
+        fresh = _likes(name, [tensor] * n, ["tensor"] * n)
+    work = call(name, _m.gather, tensor, gather_list if fresh is None else fresh, dst=dst,
+                group=pg, async_op=not sync_op)
+    if fresh is not None:
+        gather_list.extend(fresh)
     return task(work, name, sync_op, gather_list)
 
 

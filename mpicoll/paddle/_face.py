@@ -9,12 +9,14 @@ is one that tensors passed in the other order produce. It never reads a message.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mpicoll as _m
 
-from .._work import Work
 from ..errors import ArgumentError
+
+if TYPE_CHECKING:
+    from .._work import Work
 
 
 class ReduceOp:
@@ -56,27 +58,41 @@ def task(work: Work | None, name: str, sync_op: bool, outputs: Any = None,
          source: int = -1) -> Work | None:
     """Paddle returns a task either way: completed when ``sync_op``, pending otherwise
     (a :class:`mpicoll.Work` with Paddle's ``is_sync``)."""
+    sync, pending = _TASKS or _task_types()
     if sync_op:
-        return _SyncTask.completed(name, outputs, source)
+        return sync.completed(name, outputs, source)
     if work is not None:
-        work.__class__ = _AsyncTask  # the same object: the core's pending list holds it
+        work.__class__ = pending  # the same object: the core's pending list holds it
     return work
 
 
-class _AsyncTask(Work):
-    """Paddle's task: mpicoll's Work (``wait``, ``is_completed``, ``synchronize``, ...)
-    and ``is_sync``, whether the call was made with ``sync_op=True``."""
+def _task_types() -> tuple[type, type]:
+    """(sync, async) task classes, made on first use (mpicoll.paddle imports no numpy and no
+    MPI until a call is made)."""
+    global _TASKS
+    if _TASKS is None:
+        from .._work import Work
 
-    __slots__ = ()
-    _sync = False
+        class Task(Work):
+            """Paddle's task: mpicoll's Work (``wait``, ``is_completed``, ``synchronize``,
+            ...) and ``is_sync``, whether the call was made with ``sync_op=True``."""
 
-    def is_sync(self) -> bool:
-        return self._sync
+            __slots__ = ()
+            _sync = False
+
+            def is_sync(self) -> bool:
+                return self._sync
+
+        class SyncTask(Task):
+            __slots__ = ()
+            _sync = True
+
+        Task.__qualname__, SyncTask.__qualname__ = "Task", "SyncTask"
+        _TASKS = (SyncTask, Task)
+    return _TASKS
 
 
-class _SyncTask(_AsyncTask):
-    __slots__ = ()
-    _sync = True
+_TASKS: tuple[type, type] | None = None
 
 
 # Paddle's names for the arguments that the core names by torch's names, per Paddle call.
