@@ -32,6 +32,94 @@ def wait_pending(group: Any, tensor: Any = None) -> None:
             w.wait()
 
 
+def ordered(view: Any, writes: bool) -> None:
+    """Complete, in the order they were issued, the pending Works that use the host memory
+    ``view`` (a numpy array) overlaps: those that write it and, when the caller is about
+    to write it (``writes``), those that read it too.
+
+    Called for every tensor of a call (``as_buffer``) while any Work is pending, before the
+    call reads or stages its tensors: a call on memory that an unfinished
+    ``async_op=True`` call still uses then sees that call finished first, the order NCCL's
+    stream and Paddle give, instead of racing MPI for the memory (MPI forbids touching a
+    pending operation's buffers; the result would be neither order's). Works on other
+    memory, and reads of what a pending call only reads, are left to run.
+    """
+    global _ordering
+    if _ordering:  # computing a Work's memory, or completing one: not again
+        return
+    _ordering = True
+    try:
+        for w in list(pending.values()):
+            if w._done:
+                continue
+            reads, written = w._memory()
+            if any(_may_share(view, a) for a in written) or (
+                    writes and any(_may_share(view, a) for a in reads)):
+                _complete_first(w)
+    finally:
+        _ordering = False
+_SENDS = frozenset({"isend", "send"})
+
+
+_ordering = False
+
+
+def _complete_first(w: Work) -> None:
+    """Wait for ``w`` ahead of a call on its memory; its error, if any, stays with it
+    (its own wait raises it), the call goes on."""
+    from ._progress import engine  # a torch future's thread may be testing it: take it
+
+    callback = engine.claim(w)
+    try:
+        w.wait()
+    except Exception:
+        pass
+    if callback is not None:
+        callback(w)
+
+
+def _may_share(a: Any, b: Any) -> bool:
+    import numpy as np
+
+    return bool(np.may_share_memory(a, b))
+
+
+def _arrays(x: Any, into: list[Any], depth: int = 4) -> None:
+    """The numpy arrays in ``x`` (a Work's kept MPI arguments: message specs, tuples,
+    lists, Buffers) into ``into``."""
+    import numpy as np
+
+    if isinstance(x, np.ndarray):
+        into.append(x)
+    elif isinstance(x, (list, tuple)) and depth:
+        for y in x:
+            _arrays(y, into, depth - 1)
+    elif hasattr(x, "array") and hasattr(x, "view") and isinstance(x.view, np.ndarray):
+        into.append(x.view)  # a Buffer: the caller's memory, and the array MPI uses
+        into.append(x.array)
+
+
+def memory_of(kept: Any, tensors: Any) -> list[Any]:
+    """The host memory, as numpy arrays, of MPI arguments ``kept`` (arrays, message specs,
+    Buffers) and of ``tensors`` (any framework's)."""
+    found: list[Any] = []
+    _arrays(kept, found)
+    found += [v for v in map(_host_view, tensors) if v is not None]
+    return found
+
+
+def _host_view(x: Any) -> Any:
+    """The host memory of tensor ``x`` as a numpy view, or None (device memory, or not a
+    tensor)."""
+    from ._adapter.buffer import as_buffer
+
+    try:
+        b = as_buffer(x)
+    except Exception:
+        return None
+    return b.view if b.device == "cpu" else None
+
+
 def describe(e: Any) -> str:
     """An MPI error's own message."""
     try:
@@ -149,8 +237,8 @@ class Work:
     post-steps (AVG's divide, low-precision rounding) run at completion.
     """
 
-    __slots__ = ("_done", "_exc", "_finalize", "_keep", "_on_status", "_outputs", "_reqs",
-                 "_source", "group", "op", "peer", "seq")
+    __slots__ = ("_done", "_exc", "_finalize", "_keep", "_mem", "_on_status", "_outputs",
+                 "_reqs", "_source", "group", "op", "peer", "seq")
 
     def __init__(self, op: str, reqs: list[Any], finalize: Callable[[], Any] | None = None,
                  keep: Any = None, outputs: list[Any] | None = None, group: Any = None,
@@ -168,8 +256,19 @@ class Work:
         self.group = group
         self.seq = seq
         self.peer = peer
+        self._mem: tuple[list[Any], list[Any]] | None = None
         if reqs:
             pending[id(self)] = self
+
+    def _memory(self) -> tuple[list[Any], list[Any]]:
+        """(what MPI may read: the arrays of the kept arguments; what the Work writes: its
+        outputs' memory) as numpy arrays, for :func:`ordered` (made on first need)."""
+        m = self._mem
+        if m is None:
+            # a send's "output" is the tensor it sends: read, not written
+            m = self._mem = (memory_of(self._keep, ()),
+                             [] if self.op in _SENDS else memory_of((), self._outputs))
+        return m
 
     @classmethod
     def completed(cls, op: str, outputs: list[Any] | None = None, source: int = -1) -> Work:

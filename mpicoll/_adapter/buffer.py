@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .._work import ordered as _ordered
+from .._work import pending as _pending
 from ..errors import ArgumentBufferError as _Buffer
 from ..errors import ArgumentTypeError as _Type
 from ..errors import ArgumentValueError as _Value
@@ -165,6 +167,8 @@ def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tens
             view = view.view(np.uint8)
         elif view.dtype.kind == "V":  # ml_dtypes (bfloat16, float8_*) from JAX: as bytes
             view = view.view(carrier_for(view.dtype.itemsize))
+    if _pending and device == "cpu":  # an unfinished async call may use this memory
+        _ordered(view, writable)
     flags = view.flags
     contiguous = flags.c_contiguous
     if writable:

@@ -15,6 +15,7 @@ from .._checkmode import verify
 from .._env import settings as _settings
 from .._mpi import MPI
 from .._work import Work, mpi_error, wait_requests
+from .._work import pending as _pending
 from . import _large
 from ._pack import span as _span
 
@@ -124,7 +125,7 @@ def quick_array(tensor: Any, writable: bool = True) -> Any:
     path (contiguous, writable if ``writable``, plain dtype, no staging; counts that fit
     an int; checked mode off); else None."""
     s_ = _env._settings
-    if s_ is None or s_.check:
+    if s_ is None or s_.check or _pending:  # (pending Works: as_buffer orders the call)
         return None
     a = _quick_array(tensor, writable)
     return None if a is None or a.size > _large.INT_MAX else a
@@ -141,7 +142,7 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     rank's own block to copy locally or None) with :func:`quick`. True when done; False:
     take the general path."""
     s_ = _env._settings
-    if s_ is None or s_.check:
+    if s_ is None or s_.check or _pending:  # (pending Works: as_buffer orders the call)
         return False
     # quick_array's tests, inline (this is the per-call path)
     if type(output) is _ndarray:
@@ -194,7 +195,7 @@ def quick_list(xs: Any, n: int, writable: bool) -> tuple[Any, Any, int, int, lis
     ``x.split(sizes)``): (one buffer over them all, their dtype, its start and end
     addresses, their sizes); else None."""
     s_ = _env._settings
-    if s_ is None or s_.check or type(xs) not in _SEQUENCES or len(xs) != n:
+    if s_ is None or s_.check or _pending or type(xs) not in _SEQUENCES or len(xs) != n:
         return None
     found = _span(xs, writable, _quick_array if writable else _quick_input)
     if found is None or found[0] is None:

@@ -15,7 +15,8 @@ from typing import Any
 from .._checkmode import verify
 from .._env import flag, settings, warn_once
 from .._mpi import MPI
-from .._work import Work, mpi_error, wait_requests
+from .._work import Work, mpi_error, ordered, pending, wait_requests
+from .._work import memory_of as _memory_of
 from ..errors import ArgumentValueError as _Value
 from . import _large
 from ._call import issue, next_seq
@@ -148,6 +149,9 @@ class PersistentCollective:
                          {"arg": "group"}, got=pg.name)
         if self._fingerprints() != self._expected:
             self._moved()
+        if pending:  # an unfinished async call on these tensors' memory completes first
+            for a in _memory_of(self._args, self._outputs):
+                ordered(a, True)
         for step in self._steps:
             step()
         req = self._req
