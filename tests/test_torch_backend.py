@@ -223,6 +223,33 @@ def test_wait_timeout_leaves_the_future_to_complete(rank, size):
     assert w.exception() is None and t.tolist() == [float(size)] * 2
 
 
+@pytest.mark.mpi(min_size=2)
+def test_a_calls_own_timeout_raises_and_leaves_it_pending(rank, size):
+    # dist.barrier(timeout=...) and an option's timeout bound that call, as gloo's do
+    import datetime
+    import time
+
+    from mpicoll.errors import CollectiveTimeout
+
+    short = datetime.timedelta(seconds=0.2)
+    if rank == 1:
+        time.sleep(1.0)
+    if rank != 1:
+        start = time.monotonic()
+        with pytest.raises(CollectiveTimeout, match=r"barrier: not completed within 0\.2 s"):
+            tdist.barrier(timeout=short)
+        assert time.monotonic() - start < 0.9  # (rank 1 arrives after 1 s)
+    else:
+        tdist.barrier(timeout=short)  # the others are there by then
+    tdist.barrier()  # the pending one completed first, in order
+    t = torch.full((2,), 1.0)
+    o = tdist.AllreduceOptions()
+    o.timeout = datetime.timedelta(seconds=30)  # long enough: the call completes
+    o.asyncOp = False
+    tdist.group.WORLD.allreduce([t], o).wait()
+    assert t.tolist() == [float(size)] * 2
+
+
 def test_polling_is_completed_beside_the_future_thread(rank, size):
     # is_completed() and the progress thread (completing the future) test one request:
     # MPI allows that in one thread at a time (MPICH failed "unexpected value in case

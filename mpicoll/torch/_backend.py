@@ -69,6 +69,28 @@ def _async(opts: Any) -> bool:
     return bool(getattr(opts, "asyncOp", True))
 
 
+def _timeout(opts: Any) -> float | None:
+    """The call's own timeout in seconds (``opts.timeout``, which ``dist.barrier(timeout=)``
+    sets), or None: torch's unset value is negative."""
+    t = getattr(opts, "timeout", None)
+    if t is None or t == _UNSET:
+        return None
+    s = t.total_seconds()
+    return s if s > 0 else None
+
+
+_UNSET = dist.AllreduceOptions().timeout  # kUnsetTimeout (-1 ms)
+
+
+def _started(work: TorchWork, opts: Any) -> TorchWork | CompletedWork:
+    """``work`` for an async call; for a blocking one with a timeout of its own, waited on
+    with it (raising CollectiveTimeout, the operation left pending, as gloo raises)."""
+    if _async(opts):
+        return work
+    work.wait()
+    return _DONE
+
+
 def _op(opts: Any) -> Any:
     """The ReduceOp carried by options, a bare ReduceOp/RedOpType, or SUM."""
     if opts is None:
@@ -122,21 +144,23 @@ class MpicollProcessGroup(dist.ProcessGroup):
 
     def _run(self, calls: list[tuple[Any, tuple, dict]], outputs: list[Any], opts: Any,
              ranks: bool = False) -> Any:
-        if not _async(opts):
+        timeout = _timeout(opts)
+        if not _async(opts) and timeout is None:
             for fn, args, kw in calls:
                 fn(*args, group=self._group, **kw)
             return _DONE
         works = [fn(*args, group=self._group, async_op=True, **kw) for fn, args, kw in calls]
-        return TorchWork([w for w in works if w is not None], outputs,
-                         self._group.ranks if ranks else None)
+        return _started(TorchWork([w for w in works if w is not None], outputs,
+                                  self._group.ranks if ranks else None, timeout), opts)
 
     def _one(self, fn: Any, args: tuple, outputs: list[Any], opts: Any, **kw: Any) -> Any:
         """``_run`` of one call (the common case): no list of calls to build and walk."""
-        if not _async(opts):
+        timeout = _timeout(opts)
+        if not _async(opts) and timeout is None:
             fn(*args, group=self._group, **kw)
             return _DONE
         w = fn(*args, group=self._group, async_op=True, **kw)
-        return TorchWork([w] if w is not None else [], outputs)
+        return _started(TorchWork([w] if w is not None else [], outputs, None, timeout), opts)
 
     # -- collectives ---------------------------------------------------------------
 

@@ -18,15 +18,18 @@ class TorchWork(dist._Work):
     the MPI requests do, so DDP's gradient all-reduces overlap the backward pass.
     """
 
-    def __init__(self, works: list[Work], outputs: list[Any], group_ranks: list[int] | None = None):
+    def __init__(self, works: list[Work], outputs: list[Any], group_ranks: list[int] | None = None,
+                 timeout: float | None = None):
         super().__init__()
         self._works = works
         self._outputs = outputs
         self._future: torch.futures.Future | None = None
         self._ranks = group_ranks
+        self._timeout = timeout  # the call's own (its options'): wait()'s default
         self._exc: BaseException | None = None
 
     def wait(self, timeout: Any = None) -> bool:
+        timeout = timeout if timeout else self._timeout
         for w in self._works:
             callback = engine.claim(w)
             try:
