@@ -7,7 +7,10 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 MPIEXEC ?= $(VENV)/bin/mpiexec
 TIMEOUT ?= 900
-PYTEST  := $(PY) -m pytest -q -x --with-mpi -p no:cacheprovider --durations=8
+# tee-sys: what a test writes to sys.stderr also reaches the log as it is written, so a
+# job that mpicoll's watchdog ends mid-test (MPI_Abort: pytest's own capture dies with the
+# process) still shows why
+PYTEST  := $(PY) -m pytest -q -x --with-mpi -p no:cacheprovider --durations=8 --capture=tee-sys
 EXTRAS  ?= mpich,torch,paddle,jax,test
 OMPI    := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
            OMPI_MCA_rmaps_base_oversubscribe=1
