@@ -8,6 +8,8 @@ nonblocking one, and torch code may pass ``async_op=True`` on some ranks only.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import os
 import time
 from collections.abc import Callable
@@ -42,26 +44,103 @@ def ordered(view: Any, writes: bool) -> None:
     ``async_op=True`` call still uses then sees that call finished first, the order NCCL's
     stream and Paddle give, instead of racing MPI for the memory (MPI forbids touching a
     pending operation's buffers; the result would be neither order's). Works on other
-    memory, and reads of what a pending call only reads, are left to run.
+    memory, and reads of what a pending call only reads, are left to run. The pending
+    Works' memory is kept as address ranges sorted by start, so a call among many pending
+    ones (a thousand posted isends) costs a search, not a comparison with each.
     """
     global _ordering
     if _ordering:  # computing a Work's memory, or completing one: not again
         return
+    span = _span(view)
+    if span is None:
+        return
     _ordering = True
     try:
-        for w in list(pending.values()):
-            if w._done:
-                continue
-            reads, written = w._memory()
-            if any(_may_share(view, a) for a in written) or (
-                    writes and any(_may_share(view, a) for a in reads)):
-                _complete_first(w)
+        for w in _MEMORY.overlapping(span, writes):
+            _complete_first(w)
     finally:
         _ordering = False
-_SENDS = frozenset({"isend", "send"})
 
 
 _ordering = False
+_SENDS = frozenset({"isend", "send"})
+
+
+def _span(a: Any) -> tuple[int, int] | None:
+    """[first byte, last byte + 1) of numpy array ``a``'s memory (None if empty): what
+    ``np.may_share_memory`` compares."""
+    if not a.size:
+        return None
+    if a.flags.c_contiguous:  # MPI's buffer view of it: its address at a fifth of the cost
+        lo = MPI.buffer(a).address
+        return lo, lo + a.nbytes
+    lo = hi = a.__array_interface__["data"][0]
+    for n, st in zip(a.shape, a.strides, strict=True):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize
+
+
+class _Memory:
+    """The pending Works' memory as (start, end, writes, work) ranges sorted by start.
+    A Work is added at the first search after it was issued (its arrays found then, once)
+    and dropped once done; the list is rebuilt when mostly done Works."""
+
+    def __init__(self) -> None:
+        self.fresh: list[Work] = []  # issued since the last search
+        self.starts: list[int] = []
+        self.items: list[tuple[int, int, bool, Work]] = []
+        self.longest = 0
+
+    def clear(self) -> None:
+        """Nothing is pending: forget every range (and hold no Work alive)."""
+        self.fresh, self.starts, self.items, self.longest = [], [], [], 0
+
+    def _add(self, w: Work) -> None:
+        reads, written = w._memory()
+        seen: set[int] = set()
+        for arrays, writes in ((written, True), (reads, False)):
+            for a in arrays:
+                if id(a) in seen:  # (a Buffer's view and array are one when zero-copy)
+                    continue
+                seen.add(id(a))
+                span = _span(a)
+                if span is not None:
+                    k = bisect.bisect(self.starts, span[0])
+                    self.starts.insert(k, span[0])
+                    self.items.insert(k, (span[0], span[1], writes, w))
+                    self.longest = max(self.longest, span[1] - span[0])
+
+    def overlapping(self, span: tuple[int, int], writes: bool) -> list[Work]:
+        """The pending Works whose memory meets ``span`` in a way that orders a call that
+        reads it (writes it, if ``writes``) after them, in the order they were issued."""
+        fresh, self.fresh = self.fresh, []
+        for w in fresh:
+            if not w._done:
+                self._add(w)
+        if len(self.items) > 64 and len(self.items) > 4 * len(pending):
+            live = [it for it in self.items if not it[3]._done]
+            self.starts = [it[0] for it in live]
+            self.items = live
+            self.longest = max((it[1] - it[0] for it in live), default=0)
+        lo, hi = span
+        found: dict[int, Work] = {}
+        starts, items = self.starts, self.items
+        k = bisect.bisect_left(starts, hi)  # ranges that start before this one ends
+        while k > 0:
+            k -= 1
+            start, end, w_writes, w = items[k]
+            if start + self.longest <= lo:  # no earlier range reaches this one
+                break
+            if end > lo and (w_writes or writes) and not w._done:
+                found[w._n] = w
+        return [found[n] for n in sorted(found)]
+
+
+_MEMORY = _Memory()
+_issued = itertools.count()
 
 
 def _complete_first(w: Work) -> None:
@@ -76,12 +155,6 @@ def _complete_first(w: Work) -> None:
         pass
     if callback is not None:
         callback(w)
-
-
-def _may_share(a: Any, b: Any) -> bool:
-    import numpy as np
-
-    return bool(np.may_share_memory(a, b))
 
 
 def _arrays(x: Any, into: list[Any], depth: int = 4) -> None:
@@ -237,8 +310,8 @@ class Work:
     post-steps (AVG's divide, low-precision rounding) run at completion.
     """
 
-    __slots__ = ("_done", "_exc", "_finalize", "_keep", "_mem", "_on_status", "_outputs",
-                 "_reqs", "_source", "group", "op", "peer", "seq")
+    __slots__ = ("_done", "_exc", "_finalize", "_keep", "_mem", "_n", "_on_status",
+                 "_outputs", "_reqs", "_source", "group", "op", "peer", "seq")
 
     def __init__(self, op: str, reqs: list[Any], finalize: Callable[[], Any] | None = None,
                  keep: Any = None, outputs: list[Any] | None = None, group: Any = None,
@@ -257,8 +330,10 @@ class Work:
         self.seq = seq
         self.peer = peer
         self._mem: tuple[list[Any], list[Any]] | None = None
+        self._n = next(_issued)
         if reqs:
             pending[id(self)] = self
+            _MEMORY.fresh.append(self)
 
     def _memory(self) -> tuple[list[Any], list[Any]]:
         """(what MPI may read: the arrays of the kept arguments; what the Work writes: its
@@ -280,6 +355,8 @@ class Work:
 
     def _complete(self, status: Any = None) -> None:
         pending.pop(id(self), None)
+        if not pending:
+            _MEMORY.clear()
         self._done = True
         fin, self._finalize, self._keep = self._finalize, None, None
         try:
@@ -292,6 +369,8 @@ class Work:
 
     def _fail(self, e: BaseException) -> None:
         pending.pop(id(self), None)
+        if not pending:
+            _MEMORY.clear()
         self._done = True
         if isinstance(e, MPI.Exception):
             e = mpi_error(self.op, e, self._keep)

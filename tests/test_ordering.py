@@ -36,6 +36,26 @@ def test_all_reduce_twice_on_one_tensor(xp, rank, size, g):
         np.testing.assert_array_equal(to_np(x), np.full(64, size * sum(range(1, size + 1))))
 
 
+def test_a_slice_inside_pending_memory_waits_for_it(rank, size, g):
+    # the later call's memory starts inside the pending call's, among other pending calls
+    # on other memory (before and after it in the address order)
+    others = [np.full(32, 1.0) for _ in range(3)]
+    x = np.full(64, float(rank + 1))
+    more = [np.full(32, 1.0) for _ in range(3)]
+    ws = [dist.all_reduce(o, async_op=True, group=g) for o in others]
+    w = dist.all_reduce(x, async_op=True, group=g)
+    ws += [dist.all_reduce(o, async_op=True, group=g) for o in more]
+    dist.all_reduce(x[40:48], group=g)
+    for v in [w, *ws]:
+        v.wait()
+    s = float(sum(range(1, size + 1)))
+    want = np.full(64, s)
+    want[40:48] = size * s
+    np.testing.assert_array_equal(x, want)
+    for o in others + more:
+        np.testing.assert_array_equal(o, np.full(32, float(size)))
+
+
 def test_staged_tensor_is_not_overwritten_by_the_earlier_call(rank, size, g):
     # a bfloat16 torch tensor is staged: the earlier call's write-back, at its completion,
     # must not land on the later call's result
