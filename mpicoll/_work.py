@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -93,10 +94,19 @@ class _Memory:
         self.starts: list[int] = []
         self.items: list[tuple[int, int, bool, Work]] = []
         self.longest = 0
+        # Works are issued in the caller's thread and may complete in the torch progress
+        # thread (which clears): a Work issued meanwhile must not be lost from ``fresh``
+        self.lock = threading.Lock()
+
+    def issued(self, w: Work) -> None:
+        with self.lock:
+            self.fresh.append(w)
 
     def clear(self) -> None:
         """Nothing is pending: forget every range (and hold no Work alive)."""
-        self.fresh, self.starts, self.items, self.longest = [], [], [], 0
+        with self.lock:
+            self.fresh = [w for w in self.fresh if not w._done]
+            self.starts, self.items, self.longest = [], [], 0
 
     def _add(self, w: Work) -> None:
         reads, written = w._memory()
@@ -116,26 +126,30 @@ class _Memory:
     def overlapping(self, span: tuple[int, int], writes: bool) -> list[Work]:
         """The pending Works whose memory meets ``span`` in a way that orders a call that
         reads it (writes it, if ``writes``) after them, in the order they were issued."""
-        fresh, self.fresh = self.fresh, []
+        with self.lock:
+            fresh, self.fresh = self.fresh, []
+        fresh = [w for w in fresh if not w._done]
         for w in fresh:
-            if not w._done:
-                self._add(w)
-        if len(self.items) > 64 and len(self.items) > 4 * len(pending):
-            live = [it for it in self.items if not it[3]._done]
-            self.starts = [it[0] for it in live]
-            self.items = live
-            self.longest = max((it[1] - it[0] for it in live), default=0)
+            w._memory()  # (outside the lock: it views the outputs through as_buffer)
         lo, hi = span
         found: dict[int, Work] = {}
-        starts, items = self.starts, self.items
-        k = bisect.bisect_left(starts, hi)  # ranges that start before this one ends
-        while k > 0:
-            k -= 1
-            start, end, w_writes, w = items[k]
-            if start + self.longest <= lo:  # no earlier range reaches this one
-                break
-            if end > lo and (w_writes or writes) and not w._done:
-                found[w._n] = w
+        with self.lock:  # the ranges change only under it (clear() comes from any thread)
+            for w in fresh:
+                self._add(w)
+            if len(self.items) > 64 and len(self.items) > 4 * len(pending):
+                live = [it for it in self.items if not it[3]._done]
+                self.starts = [it[0] for it in live]
+                self.items = live
+                self.longest = max((it[1] - it[0] for it in live), default=0)
+            starts, items, longest = self.starts, self.items, self.longest
+            k = bisect.bisect_left(starts, hi)  # ranges that start before this one ends
+            while k > 0:
+                k -= 1
+                start, end, w_writes, w = items[k]
+                if start + longest <= lo:  # no earlier range reaches this one
+                    break
+                if end > lo and (w_writes or writes) and not w._done:
+                    found[w._n] = w
         return [found[n] for n in sorted(found)]
 
 
@@ -333,7 +347,7 @@ class Work:
         self._n = next(_issued)
         if reqs:
             pending[id(self)] = self
-            _MEMORY.fresh.append(self)
+            _MEMORY.issued(self)
 
     def _memory(self) -> tuple[list[Any], list[Any]]:
         """(what MPI may read: the arrays of the kept arguments; what the Work writes: its
