@@ -53,7 +53,13 @@ class _Op(NamedTuple):
         g = self.group
         where = f"group {g.name!r} (global ranks {g.ranks})" if g is not None else "no group"
         seq = f" #{self.seq}" if self.seq else ""
-        return f"{self.name}{seq} on {where}, {_summarise(self.args)}"
+        args = "" if self.args is _DROPPED else f", {_summarise(self.args)}"
+        return f"{self.name}{seq} on {where}{args}"
+
+
+# a completed operation's arguments in the history: not kept (they hold the caller's
+# buffers, which must be freed when the caller drops them)
+_DROPPED = object()
 
 
 _INF = float("inf")
@@ -106,7 +112,7 @@ class _Watchdog:
     def end(self, token: int) -> None:
         op = self._active.pop(token, None)
         if op is not None:
-            self._done.append((op, _now()))
+            self._done.append(((*op[:3], _DROPPED, *op[4:]), _now()))
 
     def active(self) -> list[_Op]:
         """The operations waiting now, oldest first."""

@@ -49,21 +49,25 @@ def ordered(view: Any, writes: bool) -> None:
     Works' memory is kept as address ranges sorted by start, so a call among many pending
     ones (a thousand posted isends) costs a search, not a comparison with each.
     """
-    global _ordering
-    if _ordering:  # computing a Work's memory, or completing one: not again
+    if _local.searching:  # viewing a Work's outputs for the search: not again
         return
     span = _span(view)
     if span is None:
         return
-    _ordering = True
+    _local.searching = True
     try:
-        for w in _MEMORY.overlapping(span, writes):
-            _complete_first(w)
+        found = _MEMORY.overlapping(span, writes)
     finally:
-        _ordering = False
+        _local.searching = False
+    for w in found:  # (callbacks run here may issue calls: ordered again)
+        _complete_first(w)
 
 
-_ordering = False
+class _Local(threading.local):
+    searching = False
+
+
+_local = _Local()
 _SENDS = frozenset({"isend", "send"})
 
 
@@ -94,6 +98,7 @@ class _Memory:
         self.starts: list[int] = []
         self.items: list[tuple[int, int, bool, Work]] = []
         self.longest = 0
+        self.searches = 0
         # Works are issued in the caller's thread and may complete in the torch progress
         # thread (which clears): a Work issued meanwhile must not be lost from ``fresh``
         self.lock = threading.Lock()
@@ -101,14 +106,20 @@ class _Memory:
     def issued(self, w: Work) -> None:
         with self.lock:
             self.fresh.append(w)
+            if len(self.fresh) > 256:  # no search for a while (device tensors, barriers)
+                self.fresh = [f for f in self.fresh if not f._done]
 
     def clear(self) -> None:
         """Nothing is pending: forget every range (and hold no Work alive)."""
         with self.lock:
+            if pending:  # one was issued since the caller looked
+                return
             self.fresh = [w for w in self.fresh if not w._done]
             self.starts, self.items, self.longest = [], [], 0
 
     def _add(self, w: Work) -> None:
+        if w._done:  # (completed since the caller looked)
+            return
         reads, written = w._memory()
         seen: set[int] = set()
         for arrays, writes in ((written, True), (reads, False)):
@@ -136,7 +147,8 @@ class _Memory:
         with self.lock:  # the ranges change only under it (clear() comes from any thread)
             for w in fresh:
                 self._add(w)
-            if len(self.items) > 64 and len(self.items) > 4 * len(pending):
+            self.searches += 1
+            if len(self.items) > 64 and not self.searches % 64:  # drop the done Works'
                 live = [it for it in self.items if not it[3]._done]
                 self.starts = [it[0] for it in live]
                 self.items = live
@@ -167,6 +179,10 @@ def _complete_first(w: Work) -> None:
         w.wait()
     except Exception:
         pass
+    except BaseException:  # interrupted: still pending, its future still the engine's
+        if callback is not None and not w._done:
+            engine.watch(w, callback)
+        raise
     if callback is not None:
         callback(w)
 
@@ -198,11 +214,23 @@ def memory_of(kept: Any, tensors: Any) -> list[Any]:
 def _host_view(x: Any) -> Any:
     """The host memory of tensor ``x`` as a numpy view, or None (device memory, or not a
     tensor)."""
+    import numpy as np
+
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__cuda_array_interface__"):  # device memory (CuPy, CUDA torch): its
+        return None                              # order is not kept here; no copy made
+    device = getattr(x, "device", None)
+    if getattr(device, "type", "cpu") != "cpu":  # (torch's other devices)
+        return None
+    place = getattr(x, "place", None)  # Paddle
+    if place is not None and hasattr(place, "is_cpu_place") and not place.is_cpu_place():
+        return None
     from ._adapter.buffer import as_buffer
 
     try:
         b = as_buffer(x)
-    except Exception:
+    except Exception:  # not a tensor mpicoll reads (the call itself refused it)
         return None
     return b.view if b.device == "cpu" else None
 
@@ -369,9 +397,10 @@ class Work:
 
     def _complete(self, status: Any = None) -> None:
         pending.pop(id(self), None)
+        self._done = True
+        self._mem = None
         if not pending:
             _MEMORY.clear()
-        self._done = True
         fin, self._finalize, self._keep = self._finalize, None, None
         try:
             if self._on_status is not None:
@@ -383,9 +412,10 @@ class Work:
 
     def _fail(self, e: BaseException) -> None:
         pending.pop(id(self), None)
+        self._done = True
+        self._mem = None
         if not pending:
             _MEMORY.clear()
-        self._done = True
         if isinstance(e, MPI.Exception):
             e = mpi_error(self.op, e, self._keep)
         self._exc = e

@@ -147,3 +147,41 @@ def test_a_persistent_start_runs_after_a_pending_call_on_its_tensor(rank, size, 
         coll.start()  # the restart waits for the pending call on x
         w.wait()
     np.testing.assert_array_equal(x, np.full(16, float(size * sum(range(1, size + 1)))))
+
+
+@pytest.mark.mpi(min_size=2)
+def test_a_persistent_start_reading_what_a_pending_send_reads_is_not_held_back(rank, size, g):
+    # rank 0's large isend of x completes only once rank 1 receives, which rank 1 does after
+    # the persistent all_gather that reads x: waiting for the send first would deadlock
+    n = 1 << 20
+    x = np.full(n, float(rank + 1))
+    out = np.zeros(size * n)
+    with dist.all_gather_into_tensor_init(out, x, group=g) as coll:
+        if rank == 0:
+            w = dist.isend(x, dst=1, group=g)
+            coll.start()
+            w.wait()
+        else:
+            coll.start()
+            if rank == 1:
+                got = np.zeros(n)
+                dist.recv(got, src=0, group=g)
+                np.testing.assert_array_equal(got, np.full(n, 1.0))
+    np.testing.assert_array_equal(out, np.repeat(np.arange(1.0, size + 1), n))
+
+
+def test_completed_works_keep_no_tensor_alive(rank, size, g):
+    import gc
+    import weakref
+
+    keep = np.zeros(4)
+    pend = dist.all_reduce(keep, async_op=True, group=g)  # something stays pending
+    x = np.full(8, 1.0)
+    ref = weakref.ref(x)
+    w = dist.all_reduce(x, async_op=True, group=g)
+    dist.all_reduce(x[:2], group=g)  # ordered: a search that indexes w
+    w.wait()
+    del w, x
+    gc.collect()
+    pend.wait()
+    assert ref() is None

@@ -150,7 +150,9 @@ class PersistentCollective:
         if self._fingerprints() != self._expected:
             self._moved()
         if pending:  # an unfinished async call on these tensors' memory completes first
-            for a in _memory_of(self._args, self._outputs):
+            for a in _memory_of(self._args, ()):  # what MPI reads (and its receive areas)
+                ordered(a, False)
+            for a in _memory_of((), self._outputs):  # what the start writes
                 ordered(a, True)
         for step in self._steps:
             step()

@@ -44,6 +44,8 @@ class TorchWork(dist._Work):
                 self._exc = e
                 self._settle()
                 raise
+            if callback is not None:  # its future's bookkeeping: this part is done
+                callback(w)
         self._settle()
         return True
 
