@@ -166,10 +166,8 @@ class MpicollProcessGroup(dist.ProcessGroup):
 
     def allreduce(self, tensors: Any, opts: Any = None) -> Any:
         ts = _tensors(tensors)
-        if len(ts) == 1:  # the common call, checked without a call
-            return self._one(mpicoll.all_reduce, (ts[0], _op(opts)), ts, opts)
-        return self._one(mpicoll.all_reduce, (_single("allreduce", ts, None), _op(opts)), ts,
-                         opts)
+        t = ts[0] if len(ts) == 1 else _single("allreduce", ts, None)  # (the latter raises)
+        return self._one(mpicoll.all_reduce, (t, _op(opts)), ts, opts)
 
     def allreduce_coalesced(self, tensors: Any, opts: Any = None) -> Any:
         ts = _tensors(tensors)
