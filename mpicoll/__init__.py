@@ -9,6 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# the runtime's top layer registers its start-up and exit hooks with the layers below
+# (it starts no MPI and imports no framework or numpy)
+from . import _lifecycle  # noqa: F401
+
 # Public name -> module that defines it. Modules load on first attribute
 # access, so ``import mpicoll`` neither initialises MPI nor imports numpy.
 _LAZY = {
@@ -26,15 +30,15 @@ _LAZY = {
     **dict.fromkeys(["reduce_scatter", "reduce_scatter_single", "reduce_scatter_tensor"],
                     "._collectives.reduce_scatter"),
     **dict.fromkeys(["broadcast", "gather", "reduce", "scatter"], "._collectives.rooted"),
-    **dict.fromkeys(["GroupMember", "ProcessGroup", "group"], "._group"),
+    **dict.fromkeys(["GroupMember", "ProcessGroup", "group"], "._process_group"),
     **dict.fromkeys(["default_pg_timeout", "get_node_local_rank", "is_available"],
                     "._process"),
-    **dict.fromkeys(["destroy_process_group", "get_backend",
-                     "get_global_rank", "get_group_rank", "get_pg_count",
-                     "get_process_group_ranks", "get_rank", "get_world_size",
-                     "init_process_group", "is_initialized", "new_group",
-                     "new_subgroups", "new_subgroups_by_enumeration", "split_group"],
-                    "._groups"),
+    **dict.fromkeys(["destroy_process_group", "get_backend", "get_global_rank",
+                     "get_group_rank", "get_process_group_ranks", "get_rank",
+                     "get_world_size", "init_process_group", "is_initialized"],
+                    "._group_calls"),
+    **dict.fromkeys(["get_pg_count", "new_group", "new_subgroups",
+                     "new_subgroups_by_enumeration", "split_group"], "._new_groups"),
     **dict.fromkeys(["all_gather_coalesced", "all_reduce_coalesced"],
                     "._collectives.coalesced"),
     "Work": "._work",
@@ -73,24 +77,26 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and readers
         reduce_scatter_tensor,
     )
     from ._collectives.rooted import broadcast, gather, reduce, scatter
-    from ._group import GroupMember, ProcessGroup, group
-    from ._groups import (
+    from ._group_calls import (
         destroy_process_group,
         get_backend,
         get_global_rank,
         get_group_rank,
-        get_pg_count,
         get_process_group_ranks,
         get_rank,
         get_world_size,
         init_process_group,
         is_initialized,
+    )
+    from ._new_groups import (
+        get_pg_count,
         new_group,
         new_subgroups,
         new_subgroups_by_enumeration,
         split_group,
     )
     from ._process import default_pg_timeout, get_node_local_rank, is_available
+    from ._process_group import GroupMember, ProcessGroup, group
     from ._work import Work
 
 __version__ = "0.1.0"

@@ -7,6 +7,12 @@ import importlib
 import importlib.metadata as md
 import sys
 
+import mpi4py
+
+from . import __version__, _polling
+from ._adapter.device import gpu_aware
+from ._process_group import default_group
+
 _FRAMEWORKS = [("numpy", "numpy"), ("torch", "torch"), ("paddle", "paddlepaddle"),
                ("cupy", "cupy"), ("jax", "jax")]
 _THREADS = {0: "MPI_THREAD_SINGLE", 1: "MPI_THREAD_FUNNELED", 2: "MPI_THREAD_SERIALIZED",
@@ -22,14 +28,11 @@ def _version(dist: str) -> str | None:
 
 def info() -> list[tuple[str, str]]:
     """The facts ``info`` prints, as (label, value) pairs."""
-    import mpi4py
-
-    import mpicoll
-    from mpicoll._adapter.device import gpu_aware
-
+    # lazy: these start MPI, which `python -m mpicoll --help` (or a wrong command) must not
+    from ._collectives._persistent import available
     from ._mpi import MPI, NETMOD_CHOICE
 
-    rows = [("mpicoll", mpicoll.__version__), ("mpi4py", mpi4py.__version__),
+    rows = [("mpicoll", __version__), ("mpi4py", mpi4py.__version__),
             ("MPI library", MPI.Get_library_version().splitlines()[0].strip()),
             ("MPI standard", "{}.{}".format(*MPI.Get_version())),
             ("thread level", _THREADS.get(MPI.Query_thread(), str(MPI.Query_thread()))),
@@ -41,14 +44,10 @@ def info() -> list[tuple[str, str]]:
     large = MPI.Get_version() >= (4, 0)
     rows.append(("large counts", "yes (MPI-4 _c calls)" if large else
                  "no (messages are limited to 2**31-1 elements per call)"))
-    from mpicoll._collectives._persistent import available
-
     persistent, how = available()
     rows.append(("persistent", f"{'yes' if persistent else 'no'} ({how})"))
-    from ._group import _State, default_group
-
     default_group()  # (collective: every rank of a launched `info` runs it)
-    rows.append(("blocking wait", _State.polling))
+    rows.append(("blocking wait", _polling.chosen))
     for module, dist in _FRAMEWORKS:
         version = _version(dist) or (_version("cupy-cuda12x") if module == "cupy" else None)
         if version is None:

@@ -1,15 +1,14 @@
 """torch autograd through the functional collectives: each backward is a collective.
 
 ``mpicoll.functional`` hands a call here when a torch input requires grad (see
-``mpicoll._route``). The forward is functional's own; the backward follows the
-convention of ``torch.distributed.nn.functional``: the objective is the sum over
-ranks of what each rank computes, so the gradient of an all_gather is a
-reduce_scatter(SUM) of the output gradients, of an all_to_all the reverse
-all_to_all, of an all_reduce(SUM) an all_reduce(SUM). Unlike torch's, the
-backward honours the reduction: AVG and PREMUL_SUM scale the gradient, MIN and
-MAX send it to the ranks that hold the extreme (shared among ties), and PRODUCT
-or the bitwise ops raise in backward (the forward runs). The same rules as
-``mpicoll.jax`` (``mpicoll/jax/_ops.py``).
+``mpicoll._route``). The forward is functional's own (``mpicoll._new_arrays``); the
+backward follows the convention of ``torch.distributed.nn.functional``: the objective is
+the sum over ranks of what each rank computes, so the gradient of an all_gather is a
+reduce_scatter(SUM) of the output gradients, of an all_to_all the reverse all_to_all, of
+an all_reduce(SUM) an all_reduce(SUM). Unlike torch's, the backward honours the
+reduction: AVG and PREMUL_SUM scale the gradient, MIN and MAX send it to the ranks that
+hold the extreme (shared among ties), and PRODUCT or the bitwise ops raise in backward
+(the forward runs). The same rules as ``mpicoll.jax`` (``mpicoll/jax/_ops.py``).
 
 Backward runs collectives: every rank of the group must call ``backward()``.
 With ``create_graph=True`` the backward collectives are differentiable too.
@@ -19,12 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 
 import mpicoll as _m
 
-from . import functional as _F
+from . import _new_arrays
 from ._collectives.reduce_op import ReduceOp, as_reduce_op
 
 __all__ = ["all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all",
@@ -55,7 +53,7 @@ def _group_rank(group: Any, rank: int | None, group_rank: int | None) -> int:
 class _AllReduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, op: Any, group: Any) -> torch.Tensor:
-        y = _F.all_reduce(x, op, group)
+        y = _new_arrays.all_reduce(x, op, group)
         ctx.op, ctx.group = op, group
         ctx.extreme = as_reduce_op(op, "all_reduce")[0] in (ReduceOp.MIN, ReduceOp.MAX)
         if ctx.extreme:
@@ -77,7 +75,7 @@ class _AllReduce(torch.autograd.Function):
 class _Broadcast(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, src: Any, group: Any, group_src: Any) -> Any:
-        y = _F.broadcast(x, src, group, group_src)
+        y = _new_arrays.broadcast(x, src, group, group_src)
         ctx.group, ctx.root = group, _group_rank(group, src, group_src)
         return y
 
@@ -93,7 +91,7 @@ class _Reduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, dst: Any, op: Any, group: Any,
                 group_dst: Any) -> Any:
-        y = _F.reduce(x, dst, op, group, group_dst)
+        y = _new_arrays.reduce(x, dst, op, group, group_dst)
         ctx.group, ctx.op, ctx.root = group, op, _group_rank(group, dst, group_dst)
         return y
 
@@ -110,7 +108,7 @@ class _AllGatherIntoTensor(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, group: Any, stacked: bool) -> Any:
         ctx.group, ctx.shape = group, x.shape
-        return _F.all_gather_into_tensor(x, group, stacked)
+        return _new_arrays.all_gather_into_tensor(x, group, stacked)
 
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:
@@ -125,7 +123,7 @@ class _AllGather(torch.autograd.Function):
         ctx.group = group
         # separate tensors, not views of one buffer: autograd forbids in-place changes
         # to views made inside a Function, and torch's own all_gather allows them
-        return tuple(p.clone() for p in _F.all_gather(x, group))
+        return tuple(p.clone() for p in _new_arrays.all_gather(x, group))
 
     @staticmethod
     def backward(ctx: Any, *gs: torch.Tensor) -> tuple[Any, ...]:
@@ -136,7 +134,7 @@ class _ReduceScatterTensor(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, op: Any, group: Any) -> Any:
         ctx.op, ctx.group = op, group
-        return _F.reduce_scatter_tensor(x, op, group)
+        return _new_arrays.reduce_scatter_tensor(x, op, group)
 
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:
@@ -149,7 +147,7 @@ class _ReduceScatter(torch.autograd.Function):
     def forward(ctx: Any, op: Any, group: Any, *xs: torch.Tensor) -> Any:
         ctx.op, ctx.group = op, group
         ctx.shapes = [x.shape for x in xs]
-        return _F.reduce_scatter(list(xs), op, group)
+        return _new_arrays.reduce_scatter(list(xs), op, group)
 
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:
@@ -166,7 +164,7 @@ class _AllToAllSingle(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, out_splits: Any, in_splits: Any, group: Any) -> Any:
         ctx.splits, ctx.group = (out_splits, in_splits), group
-        return _F.all_to_all_single(x, out_splits, in_splits, group)
+        return _new_arrays.all_to_all_single(x, out_splits, in_splits, group)
 
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:
@@ -179,7 +177,7 @@ class _AllToAll(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, group: Any, *xs: torch.Tensor) -> Any:
         ctx.group, ctx.shapes = group, [x.shape for x in xs]
-        return tuple(p.clone() for p in _F.all_to_all(list(xs), group))  # as all_gather
+        return tuple(p.clone() for p in _new_arrays.all_to_all(list(xs), group))  # as all_gather
 
     @staticmethod
     def backward(ctx: Any, *gs: torch.Tensor) -> tuple[Any, ...]:
@@ -225,7 +223,7 @@ def reduce_scatter_tensor(input: Any, op: Any = ReduceOp.SUM, group: Any = None)
 def reduce_scatter(input_list: list[Any], op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """Differentiable :func:`mpicoll.functional.reduce_scatter`."""
     if not isinstance(input_list, (list, tuple)):
-        return _F.reduce_scatter(input_list, op, group)  # functional's own error
+        return _new_arrays.reduce_scatter(input_list, op, group)  # functional's own error
     return _ReduceScatter.apply(op, group, *input_list)
 
 
@@ -234,12 +232,8 @@ def all_to_all_single(input: Any, output_split_sizes: list[int] | None = None,
     """Differentiable :func:`mpicoll.functional.all_to_all_single` (negotiates the
     receive sizes first when only ``input_split_sizes`` is given)."""
     negotiated = output_split_sizes is None and input_split_sizes is not None
-    if negotiated:
-        # functional's own exchange of counts, so that ranks may differ in requires_grad
-        sends = np.asarray([int(v) for v in input_split_sizes], dtype=np.int64)
-        got = np.empty_like(sends)
-        _m.all_to_all_single(got, sends, group=group)
-        output_split_sizes = [int(v) for v in got]
+    if negotiated:  # functional's own exchange of counts: ranks may differ in requires_grad
+        output_split_sizes = _new_arrays.receive_sizes(input_split_sizes, group)
     out = _AllToAllSingle.apply(input, output_split_sizes, input_split_sizes, group)
     return (out, output_split_sizes) if negotiated else out
 
@@ -247,5 +241,5 @@ def all_to_all_single(input: Any, output_split_sizes: list[int] | None = None,
 def all_to_all(input_tensor_list: list[Any], group: Any = None) -> list[Any]:
     """Differentiable :func:`mpicoll.functional.all_to_all` (shapes negotiated)."""
     if not isinstance(input_tensor_list, (list, tuple)):
-        return _F.all_to_all(input_tensor_list, group)  # functional's own error
+        return _new_arrays.all_to_all(input_tensor_list, group)  # functional's own error
     return list(_AllToAll.apply(group, *input_tensor_list))

@@ -4,16 +4,22 @@ MPI progresses nonblocking operations only inside MPI calls. A caller that
 waits on a future (DDP's Reducer does) needs someone to make those calls: this
 thread tests the pending requests with a short back-off and runs each Work's
 completion callback. ``claim`` hands a Work back to a thread that wants to
-block on it, so no request is ever waited on by two threads at once.
+block on it, so no request is ever waited on by two threads at once. ``drain``
+stops it and completes everything still pending.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
+from typing import Any
 
-from ._work import Work
+from ._pending import pending
+
+Work = Any  # a mpicoll._work.Work (or the torch backend's): duck-typed here
 
 
 class _Engine:
@@ -80,8 +86,6 @@ class _Engine:
                 try:
                     callback(work)
                 except Exception:
-                    import traceback
-
                     traceback.print_exc()
             if finished:
                 delay = 2e-5
@@ -92,3 +96,23 @@ class _Engine:
 
 engine = _Engine()
 
+
+
+def drain() -> None:
+    """Stop the progress thread, then complete every pending Work in this thread (their
+    future callbacks included): at exit, and before a group's communicator is freed."""
+    owed = engine.stop()
+    for work, callback in owed:
+        try:
+            work.wait()
+        except Exception:
+            pass  # the callback sees the error through the work
+        try:
+            callback(work)
+        except Exception:
+            traceback.print_exc()
+    for work in list(pending.values()):
+        try:
+            work.wait()
+        except Exception as e:
+            sys.stderr.write(f"mpicoll: {work.op}, never waited for, failed: {e}\n")

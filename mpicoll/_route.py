@@ -14,7 +14,7 @@ from typing import Any
 
 def face(x: Any) -> Any:
     """The module whose function of the same name serves ``x``, or None (functional's
-    own path). ``x`` may be a list of tensors (list forms)."""
+    own path, ``mpicoll._new_arrays``). ``x`` may be a list of tensors (list forms)."""
     if isinstance(x, (list, tuple)):
         for item in x:
             served = face(item)
@@ -24,12 +24,14 @@ def face(x: Any) -> Any:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         if x.requires_grad and torch.is_grad_enabled():
+            # lazy: _autograd imports torch; it loads when a tensor that requires grad first comes
             from . import _autograd
 
             return _autograd
         return None
     jax_core = sys.modules.get("jax.core")
     if jax_core is not None and isinstance(x, jax_core.Tracer):
+        # lazy: mpicoll.jax imports jax; it loads when a JAX tracer first comes
         from . import jax as _jax
 
         return _jax

@@ -23,6 +23,10 @@ import threading
 import time
 from typing import Any
 
+from ._monitor import monitor
+from ._start import mpi
+from ._watched import watched
+
 GRACE = 2.0  # seconds the main thread has to handle a signal itself
 
 _arrived: dict[int, float] = {}  # signal number -> when it reached the monitor
@@ -58,10 +62,8 @@ def install() -> None:
     # a forked child (a DataLoader worker) is not this rank: its signals must not reach
     # this rank's monitor through the inherited pipe, nor print as this rank
     os.register_at_fork(after_in_child=_forget_in_child)
-    from ._watchdog import watchdog
-
-    watchdog.checks.append(_tick)
-    watchdog.start(wake_fd=r)
+    monitor.sources.append(_tick)
+    monitor.start(wake_fd=r, on_wake=arrived)
 
 
 def _forget_in_child() -> None:
@@ -94,9 +96,7 @@ def _where(frame: Any) -> str:
 
 
 def _say(text: str) -> None:
-    from ._mpi import MPI
-
-    sys.stderr.write(f"mpicoll: rank {MPI.COMM_WORLD.Get_rank()} {text}\n")
+    sys.stderr.write(f"mpicoll: rank {mpi().COMM_WORLD.Get_rank()} {text}\n")
     sys.stderr.flush()
 
 
@@ -114,17 +114,15 @@ def arrived(signum: int) -> None:
 
 def _tick(now: float) -> None:
     """Monitor tick: end the job if a signal is stuck behind a blocked main thread."""
-    from ._watchdog import watchdog
-
     for signum, t in list(_arrived.items()):
         if _handled.get(signum, 0.0) >= t:
             del _arrived[signum]
             continue
-        mine = [op for op in watchdog.active() if op.thread == _main]
+        mine = [op for op in watched.active() if op.thread == _main]
         ours = signal.getsignal(signum) in (_on_sigint, _on_sigterm)
         if not mine and not (ours and now - t > GRACE):
             continue
         name = signal.Signals(signum).name
         where = (f"while waiting {now - mine[0].start:.1f} s in {mine[0].describe()}" if mine
                  else "while the main thread was stuck outside Python")
-        watchdog.abort(f"received {name} {where}", 128 + signum)
+        monitor.abort(f"received {name} {where}", 128 + signum)

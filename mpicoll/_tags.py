@@ -13,7 +13,7 @@ from functools import cache
 @cache
 def tag_ub() -> int:
     """MPI_TAG_UB of this MPI library (at least 32767)."""
-    from ._mpi import MPI
+    from ._mpi import MPI  # lazy: importing mpicoll._mpi starts MPI
 
     return int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB))
 

@@ -13,15 +13,9 @@ one small exchange of counts and returned with the result, as Horovod does;
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
-
-import mpicoll as _m
-
-from . import _route
-from ._adapter.alloc import empty as _empty
+from . import _new_arrays, _route
 from ._collectives.reduce_op import ReduceOp
 
 __all__ = ["all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all",
@@ -29,50 +23,11 @@ __all__ = ["all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all",
            "reduce_scatter_tensor"]
 
 
-def _done(out: Any, wrap: Any) -> Any:
-    return out if wrap is None else wrap(out)
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(int(s) for s in x.shape)
-
-
-def _copy(x: Any) -> tuple[Any, Any]:
-    out, wrap = _empty(x, _shape(x))
-    from ._adapter import as_buffer
-
-    dst = as_buffer(out, writable=True)
-    np.copyto(dst.array, as_buffer(x).array.reshape(dst.array.shape))
-    dst.commit()
-    return out, wrap
-
-
-def _size(group: Any, op: str) -> int:
-    """The size of ``group``; ValueError on a rank outside it (there is no result to
-    return there)."""
-    n = _m.get_world_size(group)
-    if n < 0:
-        raise ValueError(f"{op}: this rank is not a member of group")
-    return n
-
-
-def _views(flat: Any, shapes: list[tuple[int, ...]]) -> list[Any]:
-    """Consecutive pieces of a flat tensor, one of each shape (adjacent views)."""
-    out, off = [], 0
-    for s in shapes:
-        k = math.prod(s)
-        out.append(flat[off:off + k].reshape(s))
-        off += k
-    return out
-
-
 def all_reduce(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """A new array: the reduction of ``input`` over ``group``. Call on every rank."""
     if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
         return face.all_reduce(input, op, group)
-    out, wrap = _copy(input)
-    _m.all_reduce(out, op, group)
-    return _done(out, wrap)
+    return _new_arrays.all_reduce(input, op, group)
 
 
 def broadcast(input: Any, src: int | None = None, group: Any = None,
@@ -80,9 +35,7 @@ def broadcast(input: Any, src: int | None = None, group: Any = None,
     """A new array holding the source rank's ``input`` (same shape on every rank)."""
     if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
         return face.broadcast(input, src, group, group_src)
-    out, wrap = _copy(input)
-    _m.broadcast(out, src, group, False, group_src)
-    return _done(out, wrap)
+    return _new_arrays.broadcast(input, src, group, group_src)
 
 
 def reduce(input: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
@@ -90,64 +43,35 @@ def reduce(input: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: An
     """A new array: the reduction on the destination, a copy of ``input`` elsewhere."""
     if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
         return face.reduce(input, dst, op, group, group_dst)
-    out, wrap = _copy(input)
-    _m.reduce(out, dst, op, group, False, group_dst)
-    return _done(out, wrap)
+    return _new_arrays.reduce(input, dst, op, group, group_dst)
 
 
 def all_gather_into_tensor(input: Any, group: Any = None, stacked: bool = False) -> Any:
     """Every rank's ``input`` (all of one shape) concatenated along dim 0, or stacked."""
     if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
         return face.all_gather_into_tensor(input, group, stacked)
-    n = _size(group, "all_gather_into_tensor")
-    s = _shape(input)
-    shape = (n, *s) if stacked or not s else (n * s[0], *s[1:])
-    out, wrap = _empty(input, shape)
-    _m.all_gather_into_tensor(out, input, group)
-    return _done(out, wrap)
+    return _new_arrays.all_gather_into_tensor(input, group, stacked)
 
 
 def all_gather(input: Any, group: Any = None) -> list[Any]:
     """Every rank's ``input`` as a list; shapes may differ per rank (negotiated)."""
     if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
         return face.all_gather(input, group)
-    shapes: list[Any] = [None] * _size(group, "all_gather")
-    _m.all_gather_object(shapes, _shape(input), group)  # one small exchange of shapes
-    if len({len(s) for s in shapes}) > 1 or len({s[1:] for s in shapes}) > 1:
-        raise ValueError(f"all_gather: inputs must agree in every dimension but the first: "
-                         f"got shapes {shapes}")
-    flat, wrap = _empty(input, (sum(math.prod(s) for s in shapes),))
-    outs = _views(flat, shapes)  # adjacent views of one buffer: gathered without an unpack
-    _m.all_gather(outs, input, group)
-    return outs if wrap is None else _views(wrap(flat), shapes)
+    return _new_arrays.all_gather(input, group)
 
 
 def reduce_scatter_tensor(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """This rank's chunk (dim 0 split in group-size parts) of the reduced ``input``."""
     if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
         return face.reduce_scatter_tensor(input, op, group)
-    n = _size(group, "reduce_scatter_tensor")
-    s = _shape(input)
-    if not s or s[0] % n:
-        raise ValueError(f"reduce_scatter_tensor: dim 0 of input must be divisible by the "
-                         f"group size {n}, got shape {s}")
-    out, wrap = _empty(input, (s[0] // n, *s[1:]))
-    _m.reduce_scatter_tensor(out, input, op, group)
-    return _done(out, wrap)
+    return _new_arrays.reduce_scatter_tensor(input, op, group)
 
 
 def reduce_scatter(input_list: list[Any], op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """The reduction of every rank's ``input_list[rank]`` (sizes may differ per index)."""
     if (face := _route.face(input_list)) is not None:  # torch autograd, JAX tracers
         return face.reduce_scatter(input_list, op, group)
-    n = _size(group, "reduce_scatter")
-    if not isinstance(input_list, (list, tuple)) or len(input_list) != n:
-        raise ValueError(f"reduce_scatter: input_list must have one tensor per rank: "
-                         f"expected {n}")
-    mine = input_list[_m.get_rank(group)]
-    out, wrap = _empty(mine, _shape(mine))
-    _m.reduce_scatter(out, list(input_list), op, group)
-    return _done(out, wrap)
+    return _new_arrays.reduce_scatter(input_list, op, group)
 
 
 def all_to_all_single(input: Any, output_split_sizes: list[int] | None = None,
@@ -162,24 +86,7 @@ def all_to_all_single(input: Any, output_split_sizes: list[int] | None = None,
     """
     if (face := _route.face(input)) is not None:  # torch autograd, JAX tracers
         return face.all_to_all_single(input, output_split_sizes, input_split_sizes, group)
-    n = _size(group, "all_to_all_single")
-    s = _shape(input)
-    if not s:
-        raise ValueError("all_to_all_single: input must have at least one dimension")
-    negotiated = output_split_sizes is None and input_split_sizes is not None
-    if negotiated:
-        sizes = np.asarray([int(v) for v in input_split_sizes], dtype=np.int64)
-        if sizes.size != n:
-            raise ValueError(f"all_to_all_single: input_split_sizes must have one entry per "
-                             f"rank: expected {n} entries, got {sizes.size}")
-        got = np.empty(n, dtype=np.int64)
-        _m.all_to_all_single(got, sizes, group=group)
-        output_split_sizes = [int(v) for v in got]
-    rows = sum(output_split_sizes) if output_split_sizes is not None else s[0]
-    out, wrap = _empty(input, (rows, *s[1:]))
-    _m.all_to_all_single(out, input, output_split_sizes, input_split_sizes, group)
-    result = _done(out, wrap)
-    return (result, output_split_sizes) if negotiated else result
+    return _new_arrays.all_to_all_single(input, output_split_sizes, input_split_sizes, group)
 
 
 def all_to_all(input_tensor_list: list[Any], group: Any = None) -> list[Any]:
@@ -189,17 +96,4 @@ def all_to_all(input_tensor_list: list[Any], group: Any = None) -> list[Any]:
     """
     if (face := _route.face(input_tensor_list)) is not None:  # torch autograd, JAX tracers
         return face.all_to_all(input_tensor_list, group)
-    n = _size(group, "all_to_all")
-    if not isinstance(input_tensor_list, (list, tuple)) or len(input_tensor_list) != n:
-        raise ValueError(f"all_to_all: input_tensor_list must have one tensor per rank: "
-                         f"expected {n}")
-    # one small exchange of shapes: every rank's list, of which this rank reads its column
-    table: list[Any] = [None] * n
-    _m.all_gather_object(table, [_shape(t) for t in input_tensor_list], group)
-    me = _m.get_rank(group)
-    shapes = [row[me] for row in table]
-    like = input_tensor_list[0]
-    flat, wrap = _empty(like, (sum(math.prod(s) for s in shapes),))
-    outs = _views(flat, shapes)
-    _m.all_to_all(outs, list(input_tensor_list), group)
-    return outs if wrap is None else _views(wrap(flat), shapes)
+    return _new_arrays.all_to_all(input_tensor_list, group)

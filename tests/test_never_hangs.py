@@ -138,7 +138,7 @@ def _library() -> str:
 
 def test_default_timeout_is_thirty_minutes(monkeypatch):
     from mpicoll import _env
-    from mpicoll._watchdog import timeout_for
+    from mpicoll._wait import timeout_for
 
     monkeypatch.delenv("MPICOLL_TIMEOUT", raising=False)
     assert _env.Settings().timeout == 1800.0

@@ -18,8 +18,8 @@ import pytest
 from _launch import ROOT, clean_env, mpiexec
 
 import mpicoll as dist
-from mpicoll import _work
-from mpicoll._group import resolve
+from mpicoll import _pending
+from mpicoll._process_group import resolve
 
 
 def _interrupt_in(function: str):
@@ -47,7 +47,7 @@ def test_interrupted_wait_keeps_the_request(rank, size, blocking):
     want = np.full(x.shape, sum(range(1, size + 1)), np.float64)
     pg = resolve(None, "test")
     if rank == 0:
-        before = set(_work.pending)
+        before = set(_pending.pending)
         sys.settrace(_interrupt_in("wait_requests"))
         try:
             with pytest.raises(KeyboardInterrupt):
@@ -55,10 +55,10 @@ def test_interrupted_wait_keeps_the_request(rank, size, blocking):
         finally:
             sys.settrace(None)
         # the request is MPI's still: one pending Work holds it and its buffer
-        new = [w for k, w in _work.pending.items() if k not in before]
+        new = [w for k, w in _pending.pending.items() if k not in before]
         assert [(w.op, w.group is pg) for w in new] == [("all_reduce", True)]
-        _work.wait_pending(pg)
-        assert not set(_work.pending) - before
+        _pending.wait_pending(pg)
+        assert not set(_pending.pending) - before
     else:
         time.sleep(0.3)  # rank 0 is waiting by now
         dist.all_reduce(x)

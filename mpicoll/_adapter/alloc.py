@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import buffer
+from . import views
 from .detect import framework_of
 
 
@@ -25,6 +25,6 @@ def empty(like: Any, shape: tuple[int, ...]) -> tuple[Any, Callable[[Any], Any] 
         return np.empty(shape, dtype=like.dtype), None
     if fw == "dlpack":  # any other DLPack producer: answered in numpy
         return np.empty(shape, dtype=np.from_dlpack(like).dtype), None
-    hooks = buffer.hooks(fw)
+    hooks = views.hooks(fw)
     wrap = getattr(hooks, "wrap", None)
     return hooks.empty(like, shape), None if wrap is None else lambda out: wrap(out, like)

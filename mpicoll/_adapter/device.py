@@ -12,6 +12,8 @@ import ctypes
 import os
 from functools import cache
 
+from .._env import flag
+
 # DLPack device types (dlpack.h)
 CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, VPI, ROCM, ROCM_HOST = 1, 2, 3, 4, 7, 8, 9, 10, 11
 CUDA_MANAGED = 13
@@ -37,8 +39,6 @@ def plan(device_type: int, gpu_aware: bool) -> str:
 
 
 def _from_env(env: dict[str, str]) -> tuple[bool, str] | None:
-    from .._env import flag
-
     forced = flag("MPICOLL_GPU_AWARE", None, env)
     if forced is None:
         return None
@@ -83,7 +83,7 @@ def _query_library() -> bool | None:
 @cache
 def gpu_aware() -> tuple[bool, str]:
     """(is the MPI GPU-aware, why we think so), decided once per process."""
-    from .._mpi import MPI
+    from .._mpi import MPI  # lazy: importing mpicoll._mpi starts MPI
 
     forced = _from_env(dict(os.environ))
     if forced is not None:

@@ -41,7 +41,7 @@ def mpi_datatype(np_dtype: np.dtype):  # -> MPI.Datatype
     """The predefined MPI datatype for a host carrier dtype (reductions need one)."""
     dt = _DATATYPES.get(np_dtype)  # per call: one dict lookup
     if dt is None:
-        from .._mpi import MPI
+        from .._mpi import MPI  # lazy: importing mpicoll._mpi starts MPI
 
         if np_dtype == np.bool_:
             dt = MPI.UINT8_T

@@ -8,14 +8,16 @@ from typing import Any
 from numpy import copyto as _copyto
 from numpy import ndarray as _ndarray
 
-from .. import _departures, _env
-from .._adapter.buffer import QUICKERS
+from .. import _departed, _env
 from .._adapter.buffer import quick_array as _quick_array
+from .._adapter.views import QUICKERS
 from .._checkmode import verify
+from .._describe import mpi_error
 from .._env import settings as _settings
 from .._mpi import MPI
-from .._work import Work, mpi_error, wait_requests
-from .._work import pending as _pending
+from .._pending import pending as _pending
+from .._wait import wait_requests
+from .._work import Work
 from . import _large
 from ._pack import span as _span
 
@@ -76,8 +78,8 @@ def quick(op: str, group: Any, method: str, args: tuple) -> None:
     arrives and no checked mode: the same numbering, departure check and wait, and
     ``method`` is already the nonblocking name (``"Iallreduce"``)."""
     seq = group.seq = group.seq + 1
-    if _departures.left:
-        _departures.check(op, group, seq)
+    if _departed.left:
+        _departed.check(op, group, seq)
     req = None
     try:
         req = getattr(group.comm, method)(*args)
@@ -225,8 +227,8 @@ def next_seq(op: str, group: Any) -> int:
     """Number the next collective on ``group`` (every member counts the same); raise
     PeerExited if a member has left before issuing it."""
     seq = group.seq = group.seq + 1
-    if _departures.left:
-        _departures.check(op, group, seq)
+    if _departed.left:
+        _departed.check(op, group, seq)
     return seq
 
 

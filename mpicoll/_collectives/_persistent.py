@@ -13,14 +13,19 @@ from collections.abc import Callable
 from typing import Any
 
 from .._checkmode import verify
-from .._env import flag, settings, warn_once
+from .._describe import mpi_error
+from .._env import settings, warn_once
 from .._mpi import MPI
-from .._work import Work, mpi_error, ordered, pending, wait_requests
-from .._work import memory_of as _memory_of
+from .._ordering import memory_of, ordered
+from .._pending import pending
+from .._wait import wait_requests
+from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _large
 from ._call import issue, next_seq
+from ._persistent_choice import choose
 from ._refresh import Step, fingerprint
+from ._unchanged import changed, fingerprints
 
 # A blocking start tests its request up to this many times (each MPI_Test drives MPI's
 # progress, a few hundred ns) before it waits under the watchdog's eye: a small
@@ -30,7 +35,7 @@ from ._refresh import Step, fingerprint
 # reaches the watchdog within microseconds.
 _SPIN = range(64)
 
-_choice: tuple[bool, str] | None = None
+_choice: tuple[bool, str] | None = None  # available()'s answer, made once by choose()
 
 
 def available() -> tuple[bool, str]:
@@ -42,17 +47,7 @@ def available() -> tuple[bool, str]:
     """
     global _choice
     if _choice is None:
-        forced = flag("MPICOLL_PERSISTENT", None)
-        version = "{}.{}".format(*MPI.Get_version())
-        if forced is not None:
-            _choice = (forced, f"{'forced' if forced else 'off'} by "
-                       f"MPICOLL_PERSISTENT={int(forced)}; MPI {version}")
-        elif MPI.Get_version() >= (4, 0):
-            _choice = (True, f"MPI {version}: MPI_*_init, restarted with MPI_Start")
-        else:
-            _choice = (False, f"MPI {version} has no persistent collectives: the *_init "
-                       "calls restart the ordinary nonblocking call; MPICOLL_PERSISTENT=1 "
-                       "uses the library's MPI_*_init where it has them")
+        _choice = choose()
     return _choice
 
 
@@ -92,7 +87,7 @@ class PersistentCollective:
         self._sig = sig
         self._steps = tuple(s for s in steps or () if s is not None)
         self._watch = tuple((name, fingerprint(x)) for name, x in watch or ())
-        self._fingerprints = _all(self._watch)
+        self._fingerprints = fingerprints(self._watch)
         self._expected = self._fingerprints()
         self._work: Work | None = None
         self._freed = False
@@ -148,11 +143,11 @@ class PersistentCollective:
             raise _Value(self._name, "destroyed", "{arg} {got!r} was destroyed",
                          {"arg": "group"}, got=pg.name)
         if self._fingerprints() != self._expected:
-            self._moved()
+            raise changed(self._name, self.op, self._watch, self._expected)
         if pending:  # an unfinished async call on these tensors' memory completes first
-            for a in _memory_of(self._args, ()):  # what MPI reads (and its receive areas)
+            for a in memory_of(self._args, ()):  # what MPI reads (and its receive areas)
                 ordered(a, False)
-            for a in _memory_of((), self._outputs):  # what the start writes
+            for a in memory_of((), self._outputs):  # what the start writes
                 ordered(a, True)
         for step in self._steps:
             step()
@@ -202,19 +197,6 @@ class PersistentCollective:
                                "pending: wait() for its Work first")
         self._work = None
 
-    def _moved(self) -> None:
-        olds = self._expected if len(self._watch) > 1 else (self._expected,)
-        name, expected, now = next((name, old, fp()) for (name, fp), old in
-                                   zip(self._watch, olds, strict=True) if fp() != old)
-        what = [w for w, a, b in zip(("data pointer", "shape", "strides", "dtype"),
-                                     expected, now, strict=True) if a != b]
-        raise _Value(self._name, "reallocated", "{arg} was reallocated, resized or changed "
-                     "dtype since {op}_init ({what} changed): expected {expected}, got {got}; "
-                     "a persistent collective keeps the memory it was set up with: write new "
-                     "values in place (t.copy_(x), a[...] = x) or set up a new one",
-                     {"arg": name}, op=self.op, what=", ".join(what),
-                     expected=_show(expected), got=_show(now))
-
     def free(self) -> None:
         """Release the MPI request and the tensors (local; safe to call twice).
 
@@ -261,19 +243,3 @@ class PersistentCollective:
                else "not a member of the group")
         return f"<mpicoll.PersistentCollective {self.op} ({how}, {state})>"
 
-
-def _all(watch: tuple[tuple[str, Step], ...]) -> Step:
-    """One call that returns every watched tensor's fingerprint (the only one's itself)."""
-    if len(watch) == 1:
-        return watch[0][1]
-    if len(watch) == 2:
-        first, second = watch[0][1], watch[1][1]
-        return lambda: (first(), second())
-    fps = [fp for _, fp in watch]
-    return lambda: tuple(fp() for fp in fps)
-
-
-def _show(fp: tuple) -> str:
-    ptr, shape, strides, dtype = fp
-    return (f"(data pointer {hex(ptr) if isinstance(ptr, int) else ptr}, shape "
-            f"{tuple(shape)}, strides {tuple(strides)}, dtype {dtype})")

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from .._adapter import Buffer
-from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype, narrow_into, widen
+from .._adapter.views import PLAIN
 from .._mpi import MPI
 from .reduce_op import Plan, ReduceOp
 

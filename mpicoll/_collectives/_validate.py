@@ -16,7 +16,7 @@ except ImportError:  # numpy < 2
     byte_bounds = np.byte_bounds
 
 from .._adapter import Buffer, as_buffer
-from .._group import ProcessGroup
+from .._process_group import ProcessGroup
 from ..errors import ArgumentTypeError as _Type
 from ..errors import ArgumentValueError as _Value
 

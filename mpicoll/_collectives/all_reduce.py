@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._adapter import as_buffer
-from .._group import _State, resolve
 from .._mpi import MPI
+from .._process_group import _State, resolve
 from .._work import Work
 from . import _reduce
 from ._call import issue, quick, quick_array

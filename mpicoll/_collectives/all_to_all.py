@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from .._adapter import as_buffer
-from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
-from .._group import _State, resolve
-from .._runtime import is_mpich
+from .._adapter.views import PLAIN
+from .._process_group import _State, resolve
+from .._start import is_mpich
 from .._work import Work
 from . import _pack, _validate
 from ._call import (

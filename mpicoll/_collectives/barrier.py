@@ -9,9 +9,10 @@ import numpy as np
 
 from .. import _tags
 from .._env import DEFAULT_TIMEOUT, as_seconds
-from .._group import resolve
 from .._mpi import MPI
-from .._work import Work, test_until
+from .._process_group import resolve
+from .._wait import test_until
+from .._work import Work
 from ..errors import CollectiveTimeout, torch_flavoured
 from ._call import issue
 

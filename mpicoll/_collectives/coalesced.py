@@ -13,7 +13,7 @@ import numpy as np
 
 from .._adapter import Buffer
 from .._adapter.dtypes import mpi_datatype
-from .._group import resolve
+from .._process_group import resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate

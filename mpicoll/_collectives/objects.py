@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _departures, _tags
+from .. import _departed, _tags
 from .._checkmode import verify
+from .._describe import mpi_error
 from .._env import settings as _settings
-from .._group import ProcessGroup, resolve
 from .._mpi import MPI
-from .._watchdog import timeout_for, watchdog
-from .._work import mpi_error
+from .._process_group import ProcessGroup, resolve
+from .._wait import timeout_for
+from .._watched import watched
 from ..errors import ArgumentTypeError as _Type
 from ..errors import ArgumentValueError as _Value
 from ._call import next_seq
@@ -31,15 +32,15 @@ def call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = None
     seq = next_seq(op, pg) if peer is None else 0
     if peer is None and _settings().check:
         verify(op, pg, {})  # peers must be in the same object collective
-    if peer is not None and _departures.left:
-        _departures.check_peer(op, pg, peer)
-    token = watchdog.begin(op, pg, seq, None, timeout_for(pg), peer)
+    if peer is not None and _departed.left:
+        _departed.check_peer(op, pg, peer)
+    token = watched.begin(op, pg, seq, None, timeout_for(pg), peer)
     try:
         return fn(*args, **kw)
     except MPI.Exception as e:
         raise mpi_error(op, e) from e
     finally:
-        watchdog.end(token)
+        watched.end(token)
 
 
 def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> None:

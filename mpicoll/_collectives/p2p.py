@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _departures, _tags
+from .. import _departed, _tags
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
-from .._group import ProcessGroup, resolve
+from .._describe import mpi_error
 from .._mpi import MPI
-from .._work import Work, mpi_error
+from .._process_group import ProcessGroup, resolve
+from .._work import Work
 from ..errors import ArgumentTypeError as _Type
 from ..errors import ArgumentValueError as _Value
 from . import _validate
@@ -70,8 +71,8 @@ def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
 
 def _send_work(op: str, prepared: tuple[ProcessGroup, int, Any, int], tensor: Any) -> Work:
     pg, rank = prepared[0], prepared[1]
-    if _departures.left:
-        _departures.check_peer(op, pg, rank)
+    if _departed.left:
+        _departed.check_peer(op, pg, rank)
     req = _post(op, prepared, False)
     pg.sent[rank] = pg.sent.get(rank, 0) + 1
     return Work(op, [req], keep=prepared[2], outputs=[tensor], group=pg, peer=rank)
@@ -79,8 +80,8 @@ def _send_work(op: str, prepared: tuple[ProcessGroup, int, Any, int], tensor: An
 
 def _recv_work(op: str, prepared: tuple[ProcessGroup, int, Any, int], tensor: Any) -> Work:
     pg, rank, buf = prepared[0], prepared[1], prepared[2]
-    if _departures.left:
-        _departures.check_peer(op, pg, rank)
+    if _departed.left:
+        _departed.check_peer(op, pg, rank)
     req = _post(op, prepared, True)
 
     def arrived(status: Any) -> int:

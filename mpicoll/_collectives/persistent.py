@@ -14,8 +14,8 @@ import numpy as np
 
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
-from .._group import resolve
 from .._mpi import MPI
+from .._process_group import resolve
 from . import _reduce, _validate
 from ._persistent import PersistentCollective
 from ._refresh import derive, refresh, refuse_immutable

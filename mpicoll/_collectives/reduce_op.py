@@ -76,7 +76,7 @@ def as_reduce_op(op: Any, opname: str) -> tuple[ReduceOp, Any]:
 
 @cache
 def _plan(dtype: str, rop: ReduceOp, opname: str) -> tuple[Any, bool, bool]:
-    from .._mpi import MPI
+    from .._mpi import MPI  # lazy: mpicoll.ReduceOp is usable before MPI starts
 
     kind = kind_of(dtype)
     if kind == "opaque":
@@ -119,7 +119,7 @@ def nan_op(maximum: bool) -> Any:
     """
     import numpy as np
 
-    from .._mpi import MPI
+    from .._mpi import MPI  # lazy: mpicoll.ReduceOp is usable before MPI starts
 
     ufunc = np.maximum if maximum else np.minimum
     types = {MPI.FLOAT.handle: np.float32, MPI.DOUBLE.handle: np.float64}
@@ -139,7 +139,7 @@ def _saturating_mpi() -> bool:
     """Open MPI with its AVX reduction kernels, which saturate small integer sums."""
     import os
 
-    from .._mpi import MPI
+    from .._mpi import MPI  # lazy: mpicoll.ReduceOp is usable before MPI starts
 
     excluded = os.environ.get("OMPI_MCA_op", "").replace(" ", "")
     return "Open MPI" in MPI.Get_library_version() and not (

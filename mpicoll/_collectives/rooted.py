@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from .._adapter import as_buffer
-from .._adapter.buffer import PLAIN
 from .._adapter.dtypes import mpi_datatype
-from .._group import _State, resolve
+from .._adapter.views import PLAIN
 from .._mpi import MPI
+from .._process_group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate

@@ -13,6 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import overhead, run
+from .plot import plot
+from .registry import cases
+
 __all__ = ["main"]
 
 
@@ -25,26 +29,18 @@ def main(argv: list[str] | None = None) -> int:
         ap.add_argument("json", nargs="+")
         ap.add_argument("--out", default="docs/img")
         args = ap.parse_args(argv[1:])
-        from .plot import plot
-
         for path in plot(args.json, args.out):
             print(f"wrote {path}")
         return 0
     if command == "list":
         ap.parse_args(argv[1:])
-        from .registry import cases
-
         for case in cases().values():
             extra = ", torch.distributed" if case.torch_distributed else ""
             print(f"{case.name}  ({', '.join(case.frameworks)}{extra})")
         return 0
     if command == "overhead":
-        from . import overhead
-
         overhead.add_arguments(ap)
         return overhead.run(ap.parse_args(argv[1:]))
-    from . import run
-
     run.add_arguments(ap)
     return run.run(ap.parse_args(argv))
 

@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .variants import build
+
 _MARKER = "getsid"  # the C function behind os.getsid(0): nothing else calls it meanwhile
 _LAUNCHER_ENV = ("PMI_", "PMIX_", "HYDRA_", "OMPI_COMM", "OMPI_MCA_orte", "MPI_LOCAL")
 
@@ -37,8 +39,7 @@ def _mark() -> None:
 
 def child(args: argparse.Namespace, chosen: list[Any], fws: list[str]) -> int:
     """Runs under callgrind: N then 2N calls of each variant, a marker after each run."""
-    from .._mpi import MPI
-    from .overhead import build
+    from .._mpi import MPI  # lazy: MPI starts in the child under callgrind, not at import
 
     comm, n = MPI.COMM_WORLD, args.callgrind_calls
     variants = []

@@ -18,11 +18,13 @@ import platform
 import socket
 from typing import Any
 
+import mpi4py
 import numpy as np
 
-from .registry import Ctx
+from . import callgrind
 from .run import select
 from .timing import interleaved
+from .variants import build
 
 DEFAULT_OPS = ("all_reduce", "broadcast", "all_to_all_single",
                "all_to_all_single(uneven split sizes)", "all_gather_into_tensor",
@@ -52,30 +54,12 @@ def frameworks(names: str) -> list[str]:
     chosen = [f for f in names.split(",") if f]
     if "torch" in chosen:
         try:
+            # lazy: torch loads only when its columns are asked for
             import torch  # noqa: F401
         except ImportError:
             print("overhead: torch is not installed: its columns are left out", flush=True)
             chosen.remove("torch")
     return chosen
-
-
-def build(case: Any, nbytes: int, fws: list[str], comm: Any,
-          MPI: Any) -> tuple[dict[str, Any], bool, int | None]:
-    """``raw`` and one call per framework over the same memory; this rank's check."""
-    import mpicoll
-
-    memory: dict[str, np.ndarray] = {}
-    calls: dict[str, Any] = {}
-    ok, list_len = True, None
-    for fw in (f for f in fws if f in case.frameworks):
-        t = case.build(Ctx(nbytes, fw, mpicoll, comm, MPI, memory))
-        if t.raw is None:
-            raise SystemExit(f"overhead: case {case.name!r} has no raw mpi4py call")
-        calls.setdefault("raw", t.raw)
-        calls[fw] = t.call
-        ok &= t.check()
-        list_len = t.list_len
-    return calls, ok, list_len
 
 
 def _row(case: Any, args: argparse.Namespace, fws: list[str], comm: Any,
@@ -109,12 +93,10 @@ def _cpu() -> str:
 
 
 def meta(args: argparse.Namespace, fws: list[str], MPI: Any) -> dict[str, Any]:
-    import mpi4py
-
     versions = {"python": platform.python_version(), "mpi4py": mpi4py.__version__,
                 "numpy": np.__version__}
     if "torch" in fws:
-        import torch
+        import torch  # lazy: torch loads only when its columns are asked for
 
         versions["torch"] = torch.__version__
     return {"mode": "overhead", "date": datetime.datetime.now(datetime.timezone.utc)
@@ -152,8 +134,6 @@ def table(rows: list[dict[str, Any]], fws: list[str]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """The overhead benchmark; exit status 1 when any result was wrong."""
-    from . import callgrind
-
     quick = args.quick
     args.iters = args.iters or (50 if quick else 2000)
     args.rounds = args.rounds or (3 if quick else 21)
@@ -162,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = select(args.ops)
     if args.callgrind_child:
         return callgrind.child(args, chosen, fws)
-    from .._mpi import MPI
+    from .._mpi import MPI  # lazy: MPI starts when the benchmark runs, not at import
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()

@@ -10,10 +10,10 @@ __all__ = ["plot"]
 
 def plot(paths: list[str], out_dir: str) -> list[str]:
     """Bandwidth-vs-size and overhead-vs-size plots (PNG) from benchmark JSON files."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib loads only for `plot`
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: after choosing the Agg backend
 
     runs = []
     for path in paths:

@@ -85,7 +85,7 @@ class Ctx:
         if self.framework == "numpy":
             return a
         if self.framework == "torch":
-            import torch
+            import torch  # lazy: torch loads only for a torch variant
 
             return torch.from_numpy(a)
         raise ValueError(f"bench: framework {self.framework!r} has no zero-copy view of numpy "

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+import mpicoll
+
 from .registry import Case, Ctx, cases
 from .report import print_row, table
 from .timing import interleaved
@@ -68,7 +70,7 @@ class TorchDist:
 def _gloo(comm: Any) -> Any:
     """torch.distributed, initialised on gloo over every rank (None without torch)."""
     try:
-        import torch.distributed as td
+        import torch.distributed as td  # lazy: torch loads only for the gloo rows
     except ImportError:
         return None
     port = 0
@@ -95,8 +97,6 @@ def memcpy_bandwidth() -> float:
 def _measure(case: Case, n: int, iters: int, rounds: int, frameworks: list[str],
              td: Any, mpg: Any, comm: Any, MPI: Any) -> dict[str, Any]:
     """One row: every variant of ``case`` at ``n`` bytes per rank, checked, then timed."""
-    import mpicoll
-
     memory: dict[str, np.ndarray] = {}  # one set of buffers for every variant
     variants: dict[str, Any] = {}
     raw = None
@@ -130,12 +130,13 @@ def _measure(case: Case, n: int, iters: int, rounds: int, frameworks: list[str],
 
 def run(args: argparse.Namespace) -> int:
     """The bandwidth benchmark; exit status 1 when any variant's result was wrong."""
-    from .._mpi import MPI
+    from .._mpi import MPI  # lazy: MPI starts when the benchmark runs, not at import
 
     comm = MPI.COMM_WORLD
     p, rank = comm.Get_size(), comm.Get_rank()
     chosen = select(args.ops)
     try:
+        # lazy: torch loads only when the benchmark runs
         import torch  # noqa: F401
         frameworks = ["numpy", "torch"]
     except ImportError:
@@ -143,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
     td = None if (args.no_gloo or "torch" not in frameworks) else _gloo(comm)
     mpg = None
     if td is not None:
-        import mpicoll.torch  # noqa: F401  registers the backend
+        # lazy: mpicoll.torch imports torch (and registers the "mpicoll" backend)
+        import mpicoll.torch  # noqa: F401
 
         mpg = td.new_group(list(range(p)), backend="mpicoll")
     sizes = [s for s in SIZES if s <= args.max_bytes]

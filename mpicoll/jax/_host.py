@@ -21,7 +21,7 @@ import numpy as np
 import mpicoll as _m
 
 from .._collectives.reduce_op import ReduceOp
-from .._group import ProcessGroup, resolve
+from .._process_group import ProcessGroup, resolve
 
 
 class Twin:

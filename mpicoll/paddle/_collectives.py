@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import mpicoll as _m
 
+from .._pending import wait_pending
 from ._face import ReduceOp, call, task
 from ._face import op as _op
 from ._groups import member, not_member_error, pg_of
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 def _like(x: Any) -> Any:
     """A new uninitialised tensor of ``x``'s framework, dtype and shape."""
-    from .._adapter.alloc import empty
+    from .._adapter.alloc import empty  # lazy: the adapter imports numpy and starts MPI
 
     return empty(x, tuple(x.shape))[0]
 
@@ -27,7 +28,7 @@ def _likes(op: str, xs: list[Any], names: list[str]) -> list[Any]:
     """New tensors like ``xs`` for an empty output list, which Paddle fills: made apart
     from the caller's list, which gets them only once the call has been made (a refused
     call leaves it empty). What is not a tensor gets the core's error, under its name."""
-    from .._adapter.buffer import as_buffer
+    from .._adapter.buffer import as_buffer  # lazy: imports numpy and starts MPI
 
     out = []
     for x, name in zip(xs, names, strict=True):
@@ -200,6 +201,4 @@ def wait(tensor: Any, group: Any = None, use_calc_stream: bool = True) -> None:
     pg = pg_of(group)
     if not member(pg):
         return
-    from .._work import wait_pending
-
     wait_pending(None if use_calc_stream else _m.group.WORLD if pg is None else pg, tensor)

@@ -71,7 +71,7 @@ def _task_types() -> tuple[type, type]:
     MPI until a call is made)."""
     global _TASKS
     if _TASKS is None:
-        from .._work import Work
+        from .._work import Work  # lazy: importing mpicoll._work starts MPI
 
         class Task(Work):
             """Paddle's task: mpicoll's Work (``wait``, ``is_completed``, ``synchronize``,

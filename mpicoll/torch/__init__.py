@@ -26,9 +26,9 @@ from typing import Any
 import torch.distributed as dist
 import torch.distributed.rendezvous  # noqa: F401  (the module; dist.rendezvous is a function)
 
-from .. import _departures
-from .._group import ProcessGroup as _Group
-from .._runtime import mpi
+from .._process_group import ProcessGroup as _Group
+from .._process_group import birth as _birth
+from .._start import mpi
 from ._backend import MpicollProcessGroup
 
 __all__ = ["MpicollProcessGroup", "init_process_group"]
@@ -40,9 +40,8 @@ def _world_group() -> _Group:
     """The backend's own duplicate of COMM_WORLD (kept apart from mpicoll's WORLD)."""
     global _world
     if _world is None or _world.comm is None:
-        MPI = mpi()
-        _departures.setup(MPI)
-        world = MPI.COMM_WORLD
+        world = mpi().COMM_WORLD
+        _birth(world)  # the departure channel and how blocking calls wait, if not yet
         _world = _Group(world.Dup(), list(range(world.Get_size())), name="torch-world")
     return _world
 

@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..._env import warn_once
 from ..._mpi import MPI
 from ...errors import ArgumentTypeError as _Type
 from ...errors import ArgumentValueError as _Value
+from ..device import CUDA, ROCM, gpu_aware, plan
 from ..dtypes import carrier_for
 
 _NUMPY_NATIVE = {
@@ -65,8 +67,6 @@ def view_of(t: torch.Tensor, writable: bool, op: str,
 
 def _device_view(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[Any, str, Any, str]:
     """CUDA/ROCm tensors: direct to a GPU-aware MPI (through CuPy), else staged via host."""
-    from ..device import CUDA, ROCM, gpu_aware, plan
-
     if not t.is_cuda:
         raise _Value(op, "device", "{arg} is on device {got}: expected a CPU, CUDA or ROCm "
                      "tensor", {"arg": name}, got=t.device)
@@ -79,8 +79,6 @@ def _device_view(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[A
         try:
             import cupy
         except ImportError:
-            from ..._env import warn_once
-
             warn_once("cupy-direct", "mpicoll: the MPI is GPU-aware but CuPy is not installed; "
                       "CUDA tensors are staged through host memory")
         else:

@@ -1,16 +1,18 @@
 """Process groups over Dup'd MPI communicators: ProcessGroup, WORLD, resolving ``group=``.
 
-The public calls that make, query and free groups are in :mod:`mpicoll._groups`.
+The public calls that make, query and free groups are in :mod:`mpicoll._group_calls`.
+What must happen collectively when WORLD is born (the departure channel, how
+blocking calls wait) is registered by the layers above with :func:`at_birth`.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
-from . import _departures, _work
 from ._env import as_seconds
-from ._runtime import mpi
+from ._start import mpi
 from .errors import ArgumentTypeError as _Type
 from .errors import ArgumentValueError as _Value
 
@@ -114,18 +116,38 @@ class _State:
     groups: list[ProcessGroup] = []  # noqa: RUF012
     wrapped: dict[int, tuple[Any, ProcessGroup]] = {}  # noqa: RUF012
     created = 0
-    polling = ""  # how blocking calls wait (_work.tune_polling), for info
+
+
+# run, in this order, when WORLD is first made: collective over COMM_WORLD
+_BIRTH: list[Callable[[Any], None]] = []
+_born = False
+
+
+def at_birth(hook: Callable[[Any], None]) -> None:
+    """Run ``hook(COMM_WORLD)`` on every rank when the first world group is made.
+
+    The hooks are collective: every rank must register the same ones in the same
+    order (the lifecycle registers them when ``mpicoll`` is imported)."""
+    _BIRTH.append(hook)
+
+
+def birth(world: Any) -> None:
+    """Run the birth hooks over ``world`` (COMM_WORLD), once: before mpicoll's WORLD or
+    the torch backend's world is made, whichever comes first."""
+    global _born
+    if not _born:
+        _born = True
+        for hook in _BIRTH:
+            hook(world)
 
 
 def default_group() -> ProcessGroup:
     """The WORLD group, created (and MPI initialised) on first use."""
     pg = _State.default
     if pg is None:
-        MPI = mpi()
-        world = MPI.COMM_WORLD
+        world = mpi().COMM_WORLD
+        birth(world)
         pg = ProcessGroup(world.Dup(), list(range(world.Get_size())), name="0")
-        _departures.setup(MPI)
-        _State.polling = _work.tune_polling(world)
         _State.default = pg
     return pg
 

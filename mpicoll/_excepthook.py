@@ -1,4 +1,9 @@
-"""MPI start-up on first use, and the abort-on-uncaught-exception hook."""
+"""With several ranks, an uncaught exception on one rank ends the whole job.
+
+A rank that dies alone leaves its peers blocked in the next collective for ever:
+the hook prints the traceback, then calls ``MPI_Abort`` (``MPICOLL_ABORT_ON_EXCEPTION=0``
+turns it off). Installed by the lifecycle when MPI starts.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +11,9 @@ import os
 import sys
 import time
 import traceback
-from functools import cache
 from typing import Any
 
 from . import _env
-
-_hook_installed = False
-
-
-def mpi() -> Any:
-    """Import mpi4py.MPI (initialising MPI) and install the abort hook once."""
-    from ._mpi import MPI
-
-    if not _hook_installed:
-        _install_abort_hook(MPI)
-        from . import _shutdown, _signals
-
-        _shutdown.register()  # at any size: the progress thread runs at size 1 too
-        if MPI.COMM_WORLD.Get_size() > 1:
-            _signals.install()
-    return MPI
-
-
-@cache
-def is_mpich() -> bool:
-    """Whether the MPI library is MPICH (for choices among equivalent MPI calls that
-    measured faster there)."""
-    return mpi().Get_library_version().startswith("MPICH")
 
 
 def _uncapture(etype: Any, value: Any, tb: Any) -> None:
@@ -51,9 +32,8 @@ def _uncapture(etype: Any, value: Any, tb: Any) -> None:
     sys.stderr = real
 
 
-def _install_abort_hook(MPI: Any) -> None:
-    global _hook_installed
-    _hook_installed = True
+def install(MPI: Any) -> None:
+    """Abort the job on an uncaught exception (at several ranks, unless turned off)."""
     if MPI.COMM_WORLD.Get_size() == 1 or not _env.flag("MPICOLL_ABORT_ON_EXCEPTION", True):
         return
     previous = sys.excepthook

@@ -1,0 +1,124 @@
+"""The monitor: one daemon thread that ends a job which cannot finish.
+
+Blocking MPI calls cannot be interrupted, and a thread blocked inside MPI never
+runs Python's signal handlers. So every wait registers its operation
+(``_watched``), and one daemon thread, woken by a signal's byte
+(``signal.set_wakeup_fd``) or every 50 ms, ends the job when an operation cannot
+finish. Its own check is the timeout (the group's ``timeout=``, else
+``MPICOLL_TIMEOUT``, else 30 minutes, as torch's gloo backend); the other reasons
+plug in as sources that it calls each tick, registered by the layers above:
+
+- a rank that left the job (``_departures``);
+- SIGINT or SIGTERM while the main thread is stuck in MPI (``_signals``).
+
+Each time it prints which operation this rank is in and for how long, the last
+completed operations and the Python stacks, then calls ``MPI_Abort``.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from ._start import mpi
+from ._watched import Op, watched
+
+_TICK = 0.05
+
+
+class Monitor:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = False
+        self._wake_r: int | None = None  # read end of the signal wake-up pipe
+        self._on_wake: Callable[[int], None] = lambda signum: None
+        # callables run each tick: (now) -> None; each may end the job with abort()
+        self.sources: list[Callable[[float], None]] = []
+        # at a timeout of a collective: who had not arrived (a sentence, or '')
+        self.laggards: Callable[[Any, int], str] = lambda group, seq: ""
+
+    def start(self, wake_fd: int | None = None,
+              on_wake: Callable[[int], None] | None = None) -> None:
+        """Start the thread (once); ``wake_fd`` is the read end of the signal pipe, and
+        ``on_wake(signum)`` is called for each signal read from it."""
+        with self._lock:
+            if wake_fd is not None:
+                self._wake_r = wake_fd
+            if on_wake is not None:
+                self._on_wake = on_wake
+            if self._thread is None and not self._stop:
+                self._thread = threading.Thread(target=self._run, name="mpicoll-monitor",
+                                                daemon=True)
+                self._thread.start()
+
+    def stop(self) -> None:
+        """Stop and join the thread (at exit, before MPI finalizes)."""
+        with self._lock:
+            self._stop = True
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _run(self) -> None:
+        while not self._stop:
+            if self._wake_r is not None:
+                ready, _, _ = select.select([self._wake_r], [], [], _TICK)
+                if ready:
+                    try:
+                        data = os.read(self._wake_r, 64)
+                    except BlockingIOError:
+                        data = b""
+                    for signum in data:
+                        self._on_wake(signum)
+            else:
+                time.sleep(_TICK)
+            if self._stop:
+                return
+            now = time.monotonic()
+            late = [op for op in watched.active() if now > op.deadline]
+            if late:
+                self._timed_out(late[0], now)
+            for source in self.sources:
+                source(now)
+
+    def _timed_out(self, op: Op, now: float) -> None:
+        who = self.laggards(op.group, op.seq) if op.peer is None else ""
+        self.abort(f"stuck for {now - op.start:.1f} s (timeout {op.deadline - op.start:g} s) "
+                   f"in {op.describe()}"
+                   + (f"\nmpicoll watchdog: ranks of the group: {who}" if who else ""), 3)
+
+    def abort(self, what: str, status: int, stacks: bool = True) -> None:
+        """Report ``what`` this rank is doing, the last operations and stacks; end the job."""
+        MPI = mpi()
+        rank = MPI.COMM_WORLD.Get_rank()
+        lines = [f"mpicoll watchdog: rank {rank} {what}",
+                 f"mpicoll watchdog: rank {rank} last completed operations (oldest first):"]
+        lines += [f"  {h}" for h in watched.history()] or ["  (none)"]
+        sys.stderr.write("\n".join(lines) + "\n")
+        if stacks:
+            lines = [f"mpicoll watchdog: rank {rank} Python stacks:"]
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for ident, frame in sys._current_frames().items():
+                if ident != threading.get_ident():
+                    lines.append(f"  thread {names.get(ident, ident)} (most recent call last):")
+                    lines += [f"  {line.rstrip()}" for line in traceback.format_stack(frame)]
+            sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.write(f"mpicoll watchdog: rank {rank} aborting the job (exit status "
+                         f"{status})\n")
+        sys.stderr.flush()
+        time.sleep(0.5)  # let the launcher forward the report before the job is killed
+        MPI.COMM_WORLD.Abort(status)
+        # MPI_Abort should not return; where it does (seen: MPICH under srun --mpi=pmi2,
+        # after Slurm's SIGTERM), end this process here: never report twice
+        os._exit(status)
+
+
+monitor = Monitor()
+watched.on_first = monitor.start  # the thread starts at the first watched wait

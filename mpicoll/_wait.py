@@ -1,0 +1,71 @@
+"""Waiting for MPI requests: the one way mpicoll waits, watched by the monitor.
+
+Every collective is issued as MPI's nonblocking variant, blocking calls included
+(a blocking MPI collective never matches a nonblocking one, and torch code may
+pass ``async_op=True`` on some ranks only), so every wait comes through here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import _env, _polling
+from ._mpi import MPI
+from ._watched import watched
+from .errors import CollectiveTimeout, torch_flavoured
+
+
+def timeout_for(group: Any) -> float | None:
+    """The timeout that applies to ``group``: its own, else MPICOLL_TIMEOUT (default 30
+    minutes; 0 means none)."""
+    t = getattr(group, "timeout", None)
+    return t if t else _env.settings().timeout
+
+
+def test_until(test: Callable[[], bool], deadline: float) -> bool:
+    """Poll ``test`` until it is true (True) or ``deadline`` passes (False)."""
+    while not test():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1e-4)
+    return True
+
+
+def wait_requests(reqs: list[Any], op: str, group: Any, seq: int, args: Any,
+                  timeout: Any = None, status: Any = None, peer: int | None = None) -> None:
+    """Wait for ``reqs``: the one way mpicoll waits.
+
+    With ``timeout`` (a caller's ``wait(timeout=...)``) it polls and raises
+    :class:`CollectiveTimeout` on expiry, the operation left pending. Without,
+    it blocks in MPI under the monitor's eye (group timeout, departed peers,
+    signals). ``status`` receives a single request's status.
+    """
+    if timeout is not None:
+        secs = _env.as_seconds(timeout)
+        # one request: Test, never Testall, which MPICH 5.0 fails (MPI_ERR_IN_STATUS with
+        # every status MPI_SUCCESS) on a persistent collective's request
+        test = (lambda: reqs[0].Test(status)) if status is not None or len(reqs) == 1 else (
+            lambda: MPI.Request.Testall(reqs))
+        if not test_until(test, time.monotonic() + secs):
+            raise torch_flavoured(CollectiveTimeout)(f"{op}: not completed within {secs:g} s")
+        return
+    if len(reqs) == 1:
+        # a few Tests before the watched wait (_polling): a small message's peers are
+        # usually a few microseconds away, and MPI's Wait (MPICH's measured ~1.5 us slower
+        # than a Test loop at 2 ranks) and registering with the monitor cost more than that
+        test = reqs[0].Test
+        for _ in _polling.spin:
+            if test(status):
+                return
+    token = watched.begin(op, group, seq, args, timeout_for(group), peer)
+    try:
+        if status is not None:
+            reqs[0].Wait(status)
+        elif len(reqs) == 1:
+            reqs[0].Wait()
+        else:
+            MPI.Request.Waitall(reqs)
+    finally:
+        watched.end(token)
