@@ -14,8 +14,9 @@ from .._process_group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _validate
-from ._call import apart, exchange_key, issue, quick, quick_array, quick_exchange, quick_list
+from ._call import exchange_key, issue, quick, quick_array, quick_exchange
 from ._large import INT_MAX
+from ._layout import layout
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
@@ -80,13 +81,17 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         return None
     n = pg._size  # nranks, without the property's call
     if not async_op:
-        # a list of adjacent views, of sizes an earlier call of the general path validated
-        outq = quick_list(tensor_list, n, True)
-        a = quick_array(tensor, False) if outq is not None else None
-        if a is not None and a.dtype == outq[1] and apart(a, outq[2], outq[3]):
-            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *outq[4]))
-            if hit is not None:
-                quick(name, pg, hit[0], ([a, a.size, hit[2]], [outq[0], hit[1], hit[2]]))
+        # a list of sizes an earlier call of the general path validated, where it lies:
+        # adjacent views as one buffer, separate tensors by their displacements
+        out = layout(tensor_list, n, True)
+        a = quick_array(tensor, False) if out is not None else None
+        if a is not None and a.dtype == out.dtype:
+            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *out.counts))
+            if hit is not None and out.apart(a):
+                recv = [out.buffer, hit[1], hit[2]] if out.adjacent else \
+                    [out.buffer, (out.counts, out.displs), hit[2]]
+                quick(name, pg, hit[0] if out.adjacent else "Iallgatherv",
+                      ([a, a.size, hit[2]], recv))
                 return None
     src = as_buffer(tensor, op=name, name="tensor")
     outs = _validate.tensor_list(name, tensor_list, n, "tensor_list", writable=True,

@@ -20,10 +20,10 @@ from ._call import (
     own_blocks,
     quick,
     quick_exchange,
-    quick_list,
     quick_then_copy,
 )
 from ._large import INT_MAX
+from ._layout import layout
 
 
 def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | None = None,
@@ -191,19 +191,29 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         return None
     n = pg._size  # nranks, without the property's call
     if not async_op:
-        # lists of adjacent views, of sizes an earlier call of the general path validated
-        outq = quick_list(output_tensor_list, n, True)
-        inq = quick_list(input_tensor_list, n, False) if outq is not None else None
-        if inq is not None and outq[1] == inq[1] and (inq[3] <= outq[2] or outq[3] <= inq[2]):
-            hit = _QUICK_LISTS.get((inq[1], n, pg._rank, *inq[4], None, *outq[4]))
-            if hit is not None:
+        # lists of sizes an earlier call of the general path validated, where they lie:
+        # adjacent views as one buffer, separate tensors by their displacements
+        outl = layout(output_tensor_list, n, True)
+        inl = layout(input_tensor_list, n, False) if outl is not None else None
+        if inl is not None and outl.dtype == inl.dtype:
+            hit = _QUICK_LISTS.get((inl.dtype, n, pg._rank, *inl.counts, None, *outl.counts))
+            if hit is not None and outl.apart_from(inl):
                 _, sc, rc, dt, own = hit
-                args = ([inq[0], sc, dt], [outq[0], rc, dt])
-                if own is None:
+                if inl.adjacent and outl.adjacent:
+                    args = ([inl.buffer, sc, dt], [outl.buffer, rc, dt])
+                    copy = None if own is None else own_blocks(
+                        np.frombuffer(inl.buffer, inl.dtype), np.frombuffer(outl.buffer,
+                                                                            inl.dtype), own)
+                else:  # (sc, rc: the counts, this rank's own zeroed where copied locally)
+                    args = ([inl.buffer, (sc[0], inl.displs), dt],
+                            [outl.buffer, (rc[0], outl.displs), dt])
+                    me = pg._rank
+                    copy = None if own is None else (outl.arrays[me].reshape(-1),
+                                                     inl.arrays[me].reshape(-1))
+                if copy is None:
                     quick(name, pg, "Ialltoallv", args)
                 else:
-                    quick_then_copy(name, pg, "Ialltoallv", args, own_blocks(
-                        np.frombuffer(inq[0], inq[1]), np.frombuffer(outq[0], inq[1]), own))
+                    quick_then_copy(name, pg, "Ialltoallv", args, copy)
                 return None
     ins = _validate.tensor_list(name, input_tensor_list, n, "input_tensor_list", writable=False)
     outs = _validate.tensor_list(name, output_tensor_list, n, "output_tensor_list",

@@ -13,8 +13,9 @@ from .._process_group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
-from ._call import apart, exchange_key, issue, quick, quick_array, quick_exchange, quick_list
+from ._call import exchange_key, issue, quick, quick_array, quick_exchange
 from ._large import INT_MAX
+from ._layout import keep, layout, pack
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -87,17 +88,27 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
         return None
     n = pg._size  # nranks, without the property's call
     if type(op) is ReduceOp and not async_op:
-        # a list of adjacent views, of sizes, dtype and op an earlier call of the general
-        # path validated and found needing no step after MPI's
-        inq = quick_list(input_list, n, False)
-        a = quick_array(output) if inq is not None else None
-        if a is not None and a.dtype == inq[1] and apart(a, inq[2], inq[3]):
-            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, op, *inq[4]))
-            if hit is not None:
+        # a list of sizes, dtype and op an earlier call of the general path validated and
+        # found needing no step after MPI's: adjacent views as one buffer, separate
+        # tensors packed into a staging buffer kept for the next call (MPI's
+        # Reduce_scatter takes no displacements)
+        inl = layout(input_list, n, False)
+        a = quick_array(output) if inl is not None else None
+        if a is not None and a.dtype == inl.dtype:
+            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, op, *inl.counts))
+            if hit is not None and inl.apart(a):
                 method, counts, dt, mpi_op = hit
-                args = ([inq[0], counts, dt], [a, counts, dt], mpi_op) if type(counts) \
-                    is int else ([inq[0], dt], [a, dt], counts, mpi_op)
-                quick(name, pg, method, args)
+                if inl.adjacent:
+                    send = inl.buffer
+                    args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
+                        is int else ([send, dt], [a, dt], counts, mpi_op)
+                    quick(name, pg, method, args)
+                else:
+                    send, key = pack(inl)
+                    args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
+                        is int else ([send, dt], [a, dt], counts, mpi_op)
+                    quick(name, pg, method, args)
+                    keep(key, send)
                 return None
     dst = as_buffer(output, writable=True, op=name, name="output")
     ins = _validate.tensor_list(name, input_list, n, "input_list", writable=False)

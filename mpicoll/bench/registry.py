@@ -18,7 +18,7 @@ import numpy as np
 __all__ = ["CASES", "Case", "Ctx", "Timed", "cases", "register"]
 
 # Modules that define cases, imported by cases(): add yours here.
-_MODULES = ("cases",)
+_MODULES = ("cases", "separate")
 
 
 @dataclass

@@ -1,0 +1,148 @@
+"""Lists of separately allocated tensors (``[torch.empty(n) for _ in range(P)]``) in
+all_to_all, all_gather and reduce_scatter: contiguous, strided and mixed, repeated with
+new values and new tensors, and with memory freed and reused for another size. Once a
+call of some sizes was validated, later calls hand MPI the tensors where they lie
+(displacements from the lowest address), so nothing about their addresses may be
+taken from an earlier call. Every result is checked against a numpy reference.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import _frameworks as frameworks
+import numpy as np
+import pytest
+from _reference import assert_equal, values
+
+import mpicoll as dist
+from mpicoll.errors import ArgumentValueError
+
+CASES = frameworks.cross(["int64", "float32"])
+
+
+def _rows(j: int, salt: int) -> int:
+    """Rows of the tensor rank i sends rank j, the same whatever i: uneven, changing."""
+    return 1 + (j + salt) % 3
+
+
+def _a2a_ref(rank: int, size: int, salt: int, dtype: str) -> list[np.ndarray]:
+    return [values(dtype, (_rows(rank, salt), 2), j, salt) for j in range(size)]
+
+
+def _exchange(xp, dtype, rank, size, group, salt, make_out):
+    ins = [xp.tensor(values(dtype, (_rows(j, salt), 2), rank, salt), dtype)
+           for j in range(size)]
+    outs = [make_out((_rows(rank, salt), 2)) for _ in range(size)]
+    dist.all_to_all(outs, ins, group=group)
+    for got, want in zip(outs, _a2a_ref(rank, size, salt, dtype), strict=True):
+        assert_equal(got, want, dtype)
+
+    gathered = [make_out((_rows(j, salt), 2)) for j in range(size)]
+    dist.all_gather(gathered, xp.tensor(values(dtype, (_rows(rank, salt), 2), rank, salt),
+                                        dtype), group=group)
+    for j, got in enumerate(gathered):
+        assert_equal(got, values(dtype, (_rows(j, salt), 2), j, salt), dtype)
+
+    chunks = [xp.tensor(values(dtype, (_rows(j, salt), 2), rank, salt + j), dtype)
+              for j in range(size)]
+    out = make_out((_rows(rank, salt), 2))
+    dist.reduce_scatter(out, chunks, group=group)
+    want = sum(values(dtype, (_rows(rank, salt), 2), r, salt + rank) for r in range(size))
+    assert_equal(out, want, dtype)
+
+
+@pytest.mark.parametrize(("xp", "dtype"), CASES)
+def test_separate_tensors_new_values_and_new_tensors(xp, dtype, rank, size, group):
+    for salt in range(5):  # sizes change with salt, and repeat every third call
+        _exchange(xp, dtype, rank, size, group, salt, lambda shape: xp.empty(shape, dtype))
+
+
+@pytest.mark.parametrize("rows", [2, 1024])  # 1024 rows: blocks of 8 KiB and more, whose own
+@pytest.mark.parametrize(("xp", "dtype"), CASES)  # block MPICH's Alltoallv is left out of
+def test_the_same_separate_tensors_every_call(xp, dtype, rows, rank, size, group):
+    ins = [xp.empty((rows, 2), dtype) for _ in range(size)]
+    outs = [xp.empty((rows, 2), dtype) for _ in range(size)]
+    for salt in range(4):
+        for j, t in enumerate(ins):
+            t[...] = xp.tensor(values(dtype, (rows, 2), rank, salt + j), dtype)
+        dist.all_to_all(outs, ins, group=group)
+        for j, got in enumerate(outs):
+            assert_equal(got, values(dtype, (rows, 2), j, salt + rank), dtype)
+        dist.all_gather(outs, ins[0], group=group)
+        for j, got in enumerate(outs):
+            assert_equal(got, values(dtype, (rows, 2), j, salt), dtype)
+
+
+@pytest.mark.parametrize(("xp", "dtype"), CASES)
+def test_strided_and_mixed_lists(xp, dtype, rank, size, group):
+    # every other output a transposed (strided) view, the rest contiguous: staged through
+    # the general path, which must still write every one
+    def make_out(shape):
+        make_out.k += 1
+        if make_out.k % 2:
+            return xp.transpose(xp.empty((shape[1], shape[0]), dtype))
+        return xp.empty(shape, dtype)
+    make_out.k = 0
+    for salt in range(3):
+        _exchange(xp, dtype, rank, size, group, salt, make_out)
+
+
+def test_memory_reused_for_another_size(rank, size, group):
+    # a call of one layout, then its tensors freed and new ones made at once, which the
+    # allocator places where the old ones were, with other sizes: nothing of the first
+    # call's addresses may be used
+    for rows in (4, 1, 3, 4, 2):
+        outs = [np.empty((rows, 2), np.float32) for _ in range(size)]
+        ins = [values("float32", (rows, 2), rank, rows + j) for j in range(size)]
+        dist.all_to_all(outs, ins, group=group)
+        for j, got in enumerate(outs):
+            assert_equal(got, values("float32", (rows, 2), j, rows + rank), "float32")
+        dist.all_gather(outs, ins[0], group=group)
+        for j, got in enumerate(outs):
+            assert_equal(got, values("float32", (rows, 2), j, rows), "float32")
+        del outs, ins
+        gc.collect()
+
+
+def test_separate_outputs_that_overlap_are_refused_after_warm_up(rank, size, group):
+    outs = [np.empty(2, np.int64) for _ in range(size)]
+    ins = [values("int64", (2,), rank, j) for j in range(size)]
+    dist.all_to_all(outs, ins, group=group)
+    if size == 1:
+        return
+    shared = np.full(3, -1, np.int64)  # two outputs over the same memory
+    bad = [shared[:2], shared[1:], *outs[2:]]
+    with pytest.raises(ArgumentValueError, match="overlap"):
+        dist.all_to_all(bad, ins, group=group)
+    assert (shared == -1).all()
+
+
+@pytest.mark.parametrize(("xp", "dtype"), frameworks.cross(["float32"],
+                                                           where=lambda fw, _: fw.name != "paddle"))
+def test_the_quick_path_takes_separate_tensors(xp, dtype, rank, size, group, monkeypatch):
+    from mpicoll._collectives import _validate, all_gather, reduce_scatter
+
+    ins = [xp.tensor(np.full(2, j, np.float32), dtype) for j in range(size)]
+    outs = [xp.empty((2,), dtype) for _ in range(size)]
+    out = xp.empty((2,), dtype)
+
+    def calls():
+        dist.all_to_all(outs, ins, group=group)
+        dist.all_gather(outs, out, group=group)
+        dist.reduce_scatter(out, ins, group=group)
+
+    xp.fill(out, 1)
+    calls()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the general path was taken")
+
+    monkeypatch.setattr(_validate, "tensor_list", refuse)
+    for module in (all_gather, reduce_scatter):
+        monkeypatch.setattr(module, "as_buffer", refuse)
+    xp.fill(out, 1)
+    calls()
+    for got in outs:
+        assert_equal(got, np.ones(2), dtype)
+    assert_equal(out, np.full(2, rank * size), dtype)
