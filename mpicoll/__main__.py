@@ -11,6 +11,7 @@ import mpi4py
 
 from . import __version__, _polling
 from ._adapter.device import gpu_aware
+from ._collectives import _choices
 from ._process_group import default_group
 
 _FRAMEWORKS = [("numpy", "numpy"), ("torch", "torch"), ("paddle", "paddlepaddle"),
@@ -48,6 +49,7 @@ def info() -> list[tuple[str, str]]:
     rows.append(("persistent", f"{'yes' if persistent else 'no'} ({how})"))
     default_group()  # (collective: every rank of a launched `info` runs it)
     rows.append(("blocking wait", _polling.chosen))
+    rows.append(("call choices", "; ".join(_choices.describe())))
     for module, dist in _FRAMEWORKS:
         version = _version(dist) or (_version("cupy-cuda12x") if module == "cupy" else None)
         if version is None:

@@ -141,7 +141,9 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     and ``table`` holds what the general path validated for their dtypes and shapes, the
     group's size and ``extra`` (the ReduceOp, the split sizes), make the call it stored
     (nonblocking method, send count, receive count, MPI datatype, MPI op or None, this
-    rank's own block to copy locally or None) with :func:`quick`. True when done; False:
+    rank's own block to copy locally or None) with :func:`quick`. The MPI op comes as
+    the arguments that follow the buffers: ``(op,)``, or ``(counts, op)`` for
+    ``Ireduce_scatter``. True when done; False:
     take the general path."""
     s_ = _env._settings
     if s_ is None or s_.check or _pending:  # (pending Works: as_buffer orders the call)
@@ -182,7 +184,7 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
         quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own))
     else:
         quick(op, group, method, ((s, sc, dt), (r, rc, dt)) if mpi_op is None else
-              ((s, sc, dt), (r, rc, dt), mpi_op))
+              ((s, sc, dt), (r, rc, dt), *mpi_op))
     return True
 
 

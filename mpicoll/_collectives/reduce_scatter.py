@@ -14,6 +14,7 @@ from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
 from ._call import exchange_key, issue, quick, quick_array, quick_exchange
+from ._choices import block_reduce_scatter
 from ._large import INT_MAX
 from ._layout import keep, layout, pack
 from .reduce_op import ReduceOp, op_name, plan
@@ -42,22 +43,30 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     _validate.same_dtype(name, dst, src, "output", "input")
     _validate.stacked_or_concat(name, src, dst, n, "input", "output")
     p = plan(dst.dtype, op, name)
+    block = block_reduce_scatter()
     if type(op) is ReduceOp and dst.dtype in PLAIN and \
             not (p.widen or p.average or p.factor is not None):
         arr = dst.array
         if src.array.size <= INT_MAX:
             dt = mpi_datatype(arr.dtype)
+            # (the MPI op, or the counts and the op: what follows the buffers)
             _QUICK[exchange_key(arr, src.array, pg, op)] = (
-                "Ireduce_scatter_block", arr.size, arr.size, dt, p.mpi_op, None)
+                "Ireduce_scatter_block", arr.size, arr.size, dt, (p.mpi_op,), None) if block \
+                else ("Ireduce_scatter", src.array.size, arr.size, dt,
+                      ([arr.size] * n, p.mpi_op), None)
     if np.may_share_memory(src.view, dst.view):
         src.detach_input()
     send = _reduce.send_side(p, src.array, src.dtype)
     recv = _reduce.recv_side(p, dst.array, dst.dtype)
     dt = mpi_datatype(recv.dtype)
     count = recv.size
-    args = ([send, count, dt], [recv, count, dt], p.mpi_op)
+    if block:
+        method, args = "Reduce_scatter_block", ([send, count, dt], [recv, count, dt], p.mpi_op)
+    else:
+        method, args = "Reduce_scatter", ([send, count * n, dt], [recv, count, dt],
+                                          [count] * n, p.mpi_op)
     fin = _reduce.finisher(p, recv, dst, n)
-    return issue(name, pg, "Reduce_scatter_block", args, fin, async_op, [output],
+    return issue(name, pg, method, args, fin, async_op, [output],
                  sig=lambda: {"dtype": dst.dtype, "numel": count, "reduce_op": op_name(op)})
 
 
@@ -126,7 +135,7 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     send = _reduce.send_side(p, packed, dst.dtype)
     recv = _reduce.recv_side(p, dst.array, dst.dtype)
     dt = mpi_datatype(recv.dtype)
-    if min(counts) == max(counts):
+    if min(counts) == max(counts) and block_reduce_scatter():
         method, args = "Reduce_scatter_block", ([send, counts[0], dt], [recv, counts[0], dt],
                                                 p.mpi_op)
     else:

@@ -1,0 +1,30 @@
+"""[3] Which of two equivalent MPI calls to make, where one library measured slower.
+
+Every collective is issued nonblocking, so it runs MPI's nonblocking algorithms,
+which are tuned apart from the blocking ones. Where a library's nonblocking call
+measured far slower than its blocking call, and an equivalent call did not, mpicoll
+makes the equivalent call (``python -m mpicoll info`` lists the choices; the
+measurements are in docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from .._start import is_mpich
+
+
+def block_reduce_scatter() -> bool:
+    """Whether a reduce_scatter of equal counts is ``Ireduce_scatter_block``: not on
+    MPICH, whose ``Ireduce_scatter_block`` measured 5-9x its blocking call from 512 KiB
+    to 2 MiB (2 and 4 ranks), where ``Ireduce_scatter`` with equal counts stays within
+    1.05x of it; elsewhere they are within noise of each other."""
+    return not is_mpich()
+
+
+def describe() -> list[str]:
+    """The choices made on this MPI, for ``python -m mpicoll info``."""
+    if not is_mpich():
+        return ["none (no nonblocking call measured slower than its equivalent)"]
+    return ["reduce_scatter with equal counts as Ireduce_scatter, not "
+            "Ireduce_scatter_block (5-9x slower from 512 KiB to 2 MiB)",
+            "all_to_all: a rank's own block of 4 KiB or more copied locally, not sent "
+            "through Ialltoallv (1.5-2x slower)"]
