@@ -28,39 +28,40 @@ _fromaddress = MPI.buffer.fromaddress
 _SEQUENCES = (list, tuple)
 
 
-class Layout:
-    """A list's memory for MPI: ``buffer`` from ``start`` to ``end`` (addresses),
-    ``counts`` and ``displs`` in elements of ``dtype``, ``arrays`` the tensors' numpy
-    views; ``adjacent`` when they lie end to end in list order (``x.chunk(n)``)."""
+# A list's memory for MPI, made once per call, as a plain tuple (the per-call path):
+# (buffer from start to end, dtype, start address, end address, counts in elements,
+#  addresses (-1 where empty), the tensors' numpy views, whether they lie end to end in
+#  list order, as ``x.chunk(n)`` gives: one buffer that needs no displacements)
+Layout = tuple
 
-    __slots__ = ("adjacent", "arrays", "buffer", "counts", "displs", "dtype", "end", "start")
 
-    def __init__(self, buffer: Any, dtype: Any, start: int, end: int, counts: list[int],
-                 displs: list[int], arrays: list[Any], adjacent: bool) -> None:
-        self.buffer, self.dtype, self.start, self.end = buffer, dtype, start, end
-        self.counts, self.displs, self.arrays, self.adjacent = counts, displs, arrays, adjacent
+def displs(lay: Layout) -> list[int]:
+    """Each tensor's displacement from the lowest address, in elements."""
+    start, size = lay[2], lay[1].itemsize
+    return [(a - start) // size if a >= 0 else 0 for a in lay[5]]
 
-    def apart(self, a: Any) -> bool:
-        """Whether the contiguous array ``a`` shares no memory with the list's tensors."""
-        if not a.nbytes:
-            return True
-        lo = _address(a).address
-        hi = lo + a.nbytes
-        if hi <= self.start or self.end <= lo:
-            return True
-        size = self.dtype.itemsize
-        return all(hi <= self.start + d * size or self.start + (d + c) * size <= lo
-                   for c, d in zip(self.counts, self.displs, strict=True))
 
-    def apart_from(self, other: Layout) -> bool:
-        """Whether no tensor of this list shares memory with one of ``other``."""
-        if self.end <= other.start or other.end <= self.start:
-            return True
-        return all(other.apart(a) for a in self.arrays)
+def apart(lay: Layout, a: Any) -> bool:
+    """Whether the contiguous array ``a`` shares no memory with the list's tensors."""
+    if not a.nbytes:
+        return True
+    lo = _address(a).address
+    hi = lo + a.nbytes
+    if hi <= lay[2] or lay[3] <= lo:
+        return True
+    return all(hi <= b or b + x.nbytes <= lo for b, x in zip(lay[5], lay[6], strict=True)
+               if b >= 0)
+
+
+def lists_apart(lay: Layout, other: Layout) -> bool:
+    """Whether no tensor of one list shares memory with one of the other."""
+    if lay[3] <= other[2] or other[3] <= lay[2]:
+        return True
+    return all(apart(other, a) for a in lay[6])
 
 
 def layout(xs: Any, n: int, writable: bool) -> Layout | None:
-    """The :class:`Layout` of a list of ``n`` tensors that the quick path serves:
+    """The :data:`Layout` of a list of ``n`` tensors that the quick path serves:
     C-contiguous numpy arrays or quick views (writable if ``writable``), of one dtype,
     not all empty, each at a whole number of elements from the lowest, and, where
     written, apart from one another; else None (the general path)."""
@@ -71,13 +72,13 @@ def layout(xs: Any, n: int, writable: bool) -> Layout | None:
     addrs: list[int] = []
     counts: list[int] = []
     dtype = None
-    start = prev = -1
+    start = prev = -1  # the lowest address; where the previous non-empty tensor ends
     end = 0
     adjacent = ascending = True
     for x in xs:
         if type(x) is _ndarray:
-            f = x.flags  # carray: C-contiguous, aligned and writeable, in one attribute
-            if not (f.carray if writable else f.c_contiguous):
+            # carray: C-contiguous, aligned and writeable, read in one attribute
+            if not (x.flags.carray if writable else x.flags.c_contiguous):
                 return None
             a = x
         else:
@@ -97,14 +98,15 @@ def layout(xs: Any, n: int, writable: bool) -> Layout | None:
             continue
         addr = _address(a).address  # 0.1 us, where a.ctypes.data costs 1 us
         addrs.append(addr)
-        if start < 0:
-            start = addr
-        elif addr != prev:  # (prev: where the previous non-empty one ends)
-            adjacent = False
-            if addr < prev:
-                ascending = False
-            if addr < start:
+        if addr != prev:
+            if start < 0:
                 start = addr
+            else:
+                adjacent = False
+                if addr < prev:
+                    ascending = False
+                    if addr < start:
+                        start = addr
         prev = addr + nbytes
         if prev > end:
             end = prev
@@ -113,24 +115,18 @@ def layout(xs: Any, n: int, writable: bool) -> Layout | None:
     size = dtype.itemsize
     if (end - start) // size > INT_MAX:
         return None
-    displs = []
-    for addr in addrs:
-        if addr < 0:
-            displs.append(0)
-            continue
-        off, rest = divmod(addr - start, size)
-        if rest:
+    if not adjacent:
+        if any((a - start) % size for a in addrs if a >= 0):
             return None
-        displs.append(off)
-    if writable and not ascending and not _disjoint(counts, displs):
-        return None
-    return Layout(_fromaddress(start, end - start, not writable), dtype, start, end, counts,
-                  displs, arrays, adjacent)
+        if writable and not ascending and not _disjoint(counts, addrs, size):
+            return None
+    return (_fromaddress(start, end - start, not writable), dtype, start, end, counts, addrs,
+            arrays, adjacent)
 
 
-def _disjoint(counts: list[int], displs: list[int]) -> bool:
-    """Whether the (count, displacement) pieces share no element."""
-    pieces = sorted((d, d + c) for c, d in zip(counts, displs, strict=True) if c)
+def _disjoint(counts: list[int], addrs: list[int], size: int) -> bool:
+    """Whether the tensors at ``addrs`` of ``counts`` elements share no byte."""
+    pieces = sorted((a, a + c * size) for c, a in zip(counts, addrs, strict=True) if c)
     return all(a[1] <= b[0] for a, b in pairwise(pieces))
 
 
@@ -143,12 +139,12 @@ def pack(lay: Layout) -> tuple[Any, tuple[int, Any, int]]:
     """The list's data packed into one flat buffer (one copy), and the key under which
     :func:`keep` keeps that buffer for this thread's next call of that size. A call that
     fails or is interrupted does not keep it: MPI may still use it (a pending Work's)."""
-    total = sum(lay.counts)
-    key = (_ident(), lay.dtype, total)
+    total = sum(lay[4])
+    key = (_ident(), lay[1], total)
     stage = _STAGES.pop(key, None)
     if stage is None:
-        stage = _empty(total, lay.dtype)
-    _concatenate(lay.arrays, axis=None, out=stage)
+        stage = _empty(total, lay[1])
+    _concatenate(lay[6], axis=None, out=stage)
     return stage, key
 
 

@@ -16,7 +16,7 @@ from ..errors import ArgumentValueError as _Value
 from . import _pack, _validate
 from ._call import exchange_key, issue, quick, quick_array, quick_exchange
 from ._large import INT_MAX
-from ._layout import layout
+from ._layout import apart, displs, layout
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
@@ -85,12 +85,13 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         # adjacent views as one buffer, separate tensors by their displacements
         out = layout(tensor_list, n, True)
         a = quick_array(tensor, False) if out is not None else None
-        if a is not None and a.dtype == out.dtype:
-            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *out.counts))
-            if hit is not None and out.apart(a):
-                recv = [out.buffer, hit[1], hit[2]] if out.adjacent else \
-                    [out.buffer, (out.counts, out.displs), hit[2]]
-                quick(name, pg, hit[0] if out.adjacent else "Iallgatherv",
+        if a is not None and a.dtype == out[1]:
+            buf, _, _, _, counts, _, _, adjacent = out
+            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *counts))
+            if hit is not None and apart(out, a):
+                recv = [buf, hit[1], hit[2]] if adjacent else \
+                    [buf, (counts, displs(out)), hit[2]]
+                quick(name, pg, hit[0] if adjacent else "Iallgatherv",
                       ([a, a.size, hit[2]], recv))
                 return None
     src = as_buffer(tensor, op=name, name="tensor")

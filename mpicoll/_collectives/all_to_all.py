@@ -23,7 +23,7 @@ from ._call import (
     quick_then_copy,
 )
 from ._large import INT_MAX
-from ._layout import layout
+from ._layout import displs, layout, lists_apart
 
 
 def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | None = None,
@@ -195,21 +195,21 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         # adjacent views as one buffer, separate tensors by their displacements
         outl = layout(output_tensor_list, n, True)
         inl = layout(input_tensor_list, n, False) if outl is not None else None
-        if inl is not None and outl.dtype == inl.dtype:
-            hit = _QUICK_LISTS.get((inl.dtype, n, pg._rank, *inl.counts, None, *outl.counts))
-            if hit is not None and outl.apart_from(inl):
+        if inl is not None and outl[1] == inl[1]:
+            rbuf, dtype, rlo, rhi, rcounts, _, routs, radj = outl
+            sbuf, _, slo, shi, scounts, _, sins, sadj = inl
+            hit = _QUICK_LISTS.get((dtype, n, pg._rank, *scounts, None, *rcounts))
+            if hit is not None and (shi <= rlo or rhi <= slo or lists_apart(outl, inl)):
                 _, sc, rc, dt, own = hit
-                if inl.adjacent and outl.adjacent:
-                    args = ([inl.buffer, sc, dt], [outl.buffer, rc, dt])
+                if sadj and radj:
+                    args = ([sbuf, sc, dt], [rbuf, rc, dt])
                     copy = None if own is None else own_blocks(
-                        np.frombuffer(inl.buffer, inl.dtype), np.frombuffer(outl.buffer,
-                                                                            inl.dtype), own)
+                        np.frombuffer(sbuf, dtype), np.frombuffer(rbuf, dtype), own)
                 else:  # (sc, rc: the counts, this rank's own zeroed where copied locally)
-                    args = ([inl.buffer, (sc[0], inl.displs), dt],
-                            [outl.buffer, (rc[0], outl.displs), dt])
+                    args = ([sbuf, (sc[0], displs(inl)), dt], [rbuf, (rc[0], displs(outl)), dt])
                     me = pg._rank
-                    copy = None if own is None else (outl.arrays[me].reshape(-1),
-                                                     inl.arrays[me].reshape(-1))
+                    copy = None if own is None else (routs[me].reshape(-1),
+                                                     sins[me].reshape(-1))
                 if copy is None:
                     quick(name, pg, "Ialltoallv", args)
                 else:

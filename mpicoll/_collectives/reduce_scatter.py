@@ -16,7 +16,7 @@ from . import _pack, _reduce, _validate
 from ._call import exchange_key, issue, quick, quick_array, quick_exchange
 from ._choices import block_reduce_scatter
 from ._large import INT_MAX
-from ._layout import keep, layout, pack
+from ._layout import apart, keep, layout, pack
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -103,12 +103,12 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
         # Reduce_scatter takes no displacements)
         inl = layout(input_list, n, False)
         a = quick_array(output) if inl is not None else None
-        if a is not None and a.dtype == inl.dtype:
-            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, op, *inl.counts))
-            if hit is not None and inl.apart(a):
+        if a is not None and a.dtype == inl[1]:
+            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, op, *inl[4]))
+            if hit is not None and apart(inl, a):
                 method, counts, dt, mpi_op = hit
-                if inl.adjacent:
-                    send = inl.buffer
+                if inl[7]:  # adjacent
+                    send = inl[0]
                     args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
                         is int else ([send, dt], [a, dt], counts, mpi_op)
                     quick(name, pg, method, args)
