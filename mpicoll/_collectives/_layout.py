@@ -54,10 +54,21 @@ def apart(lay: Layout, a: Any) -> bool:
 
 
 def lists_apart(lay: Layout, other: Layout) -> bool:
-    """Whether no tensor of one list shares memory with one of the other."""
+    """Whether no tensor of one list shares memory with one of the other (answers for
+    lists whose spans meet are kept: addresses and sizes decide it)."""
     if lay[3] <= other[2] or other[3] <= lay[2]:
         return True
-    return all(apart(other, a) for a in lay[6])
+    key = (lay[1].itemsize, *lay[4], *lay[5], None, *other[4], *other[5])
+    found = _APART.get(key)
+    if found is None:
+        if len(_APART) >= _APART_MAX:
+            _APART.clear()
+        found = _APART[key] = all(apart(other, a) for a in lay[6])
+    return found
+
+
+_APART: dict[tuple, bool] = {}
+_APART_MAX = 1024
 
 
 def layout(xs: Any, n: int, writable: bool) -> Layout | None:
@@ -72,24 +83,29 @@ def layout(xs: Any, n: int, writable: bool) -> Layout | None:
     addrs: list[int] = []
     counts: list[int] = []
     dtype = None
-    start = prev = -1  # the lowest address; where the previous non-empty tensor ends
-    end = 0
-    adjacent = ascending = True
+    start = prev = first = -1  # the lowest address; where the previous non-empty tensor
+    end = size = 0  # ends; the first one's address
+    adjacent = ascending = owning = True
     for x in xs:
         if type(x) is _ndarray:
+            f = x.flags
             # carray: C-contiguous, aligned and writeable, read in one attribute
-            if not (x.flags.carray if writable else x.flags.c_contiguous):
+            if not (f.carray if writable else f.c_contiguous):
                 return None
+            owning = owning and f.owndata
             a = x
         else:
             q = QUICKERS.get(type(x))
             a = q(x) if q is not None else None
             if a is None:
                 return None
-        if dtype is None:
-            dtype = a.dtype
-        elif a.dtype != dtype:
-            return None
+            owning = False
+        if a.dtype is not dtype:  # (numpy's dtypes of one kind are usually one object)
+            if dtype is None:
+                dtype = a.dtype
+                size = dtype.itemsize
+            elif a.dtype != dtype:
+                return None
         arrays.append(a)
         counts.append(a.size)
         nbytes = a.nbytes
@@ -100,9 +116,11 @@ def layout(xs: Any, n: int, writable: bool) -> Layout | None:
         addrs.append(addr)
         if addr != prev:
             if start < 0:
-                start = addr
+                start = first = addr
             else:
                 adjacent = False
+                if (addr - first) % size:  # not a whole number of elements apart
+                    return None
                 if addr < prev:
                     ascending = False
                     if addr < start:
@@ -112,13 +130,13 @@ def layout(xs: Any, n: int, writable: bool) -> Layout | None:
             end = prev
     if start < 0:
         return None
-    size = dtype.itemsize
     if (end - start) // size > INT_MAX:
         return None
     if not adjacent:
-        if any((a - start) % size for a in addrs if a >= 0):
-            return None
-        if writable and not ascending and not _disjoint(counts, addrs, size):
+        # written tensors must be apart: in increasing order they are, and numpy arrays
+        # that each own their memory are unless two are one (one address twice)
+        if writable and not ascending and not (
+                owning and len(set(addrs)) == len(addrs)) and not _disjoint(counts, addrs, size):
             return None
     return (_fromaddress(start, end - start, not writable), dtype, start, end, counts, addrs,
             arrays, adjacent)
