@@ -33,7 +33,7 @@ def test_info():
     assert rows["thread level"] == "MPI_THREAD_MULTIPLE"
     # the calls chosen over their slower equivalents: MPICH's Ireduce_scatter_block
     mpich = MPI.Get_library_version().startswith("MPICH")
-    assert ("reduce_scatter with equal counts as Ireduce_scatter," in
+    assert ("reduce_scatter with equal counts from 256 KiB to 3 MiB as Ireduce_scatter," in
             rows["call choices"]) == mpich, rows["call choices"]
     aware, why = gpu_aware()  # this process decides from the same environment
     assert rows["GPU-aware MPI"] == f"{'yes' if aware else 'no'} ({why})"

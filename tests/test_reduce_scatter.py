@@ -83,3 +83,20 @@ def test_reduce_scatter_tensor_non_contiguous(xp, rank, size, group):
     full = sum(values("float64", (3, size * 2), r) for r in range(size)).T
     assert_equal(out, full[rank * 2:rank * 2 + 2], "float64")
     assert_equal(obase, full[rank * 2:rank * 2 + 2].T, "float64")  # written through
+
+
+@pytest.mark.parametrize("nbytes", [64 << 10, 1 << 20, 4 << 20])  # around MPICH's choice
+def test_sizes_around_the_call_choice(nbytes, rank, size, group):
+    # from 256 KiB to 3 MiB of input MPICH gets Ireduce_scatter with equal counts instead of
+    # Ireduce_scatter_block (_collectives/_choices.py): the same results either side, by the
+    # general path (first call), the quick path (second) and the list form
+    n = nbytes // 4 // size
+    inputs = [values("float32", (n * size,), r) for r in range(size)]
+    want = reduce_ref(inputs, "SUM", "float32")[rank * n:(rank + 1) * n]
+    for _ in range(2):
+        out = np.empty(n, np.float32)
+        dist.reduce_scatter_tensor(out, inputs[rank].copy(), group=group)
+        assert_equal(out, want, "float32")
+        out = np.empty(n, np.float32)
+        dist.reduce_scatter(out, np.split(inputs[rank].copy(), size), group=group)
+        assert_equal(out, want, "float32")

@@ -12,19 +12,24 @@ from __future__ import annotations
 from .._start import is_mpich
 
 
-def block_reduce_scatter() -> bool:
-    """Whether a reduce_scatter of equal counts is ``Ireduce_scatter_block``: not on
-    MPICH, whose ``Ireduce_scatter_block`` measured 5-9x its blocking call from 512 KiB
-    to 2 MiB (2 and 4 ranks), where ``Ireduce_scatter`` with equal counts stays within
-    1.05x of it; elsewhere they are within noise of each other."""
-    return not is_mpich()
+# MPICH's Ireduce_scatter_block measured 5-9x its blocking call from 512 KiB to 2 MiB of
+# input per rank (2 and 4 ranks; 1.0-1.2x at 256 KiB and from 3 MiB), where Ireduce_scatter
+# with equal counts stays within 1.05x; below 256 KiB the block call is the cheaper one
+_SLOW_BLOCK = (256 << 10, 3 << 20)
+
+
+def block_reduce_scatter(nbytes: int) -> bool:
+    """Whether a reduce_scatter of equal counts, ``nbytes`` of input per rank, is
+    ``Ireduce_scatter_block``: not on MPICH between 256 KiB and 3 MiB, where
+    ``Ireduce_scatter`` with equal counts is the call."""
+    return not (_SLOW_BLOCK[0] <= nbytes < _SLOW_BLOCK[1] and is_mpich())
 
 
 def describe() -> list[str]:
     """The choices made on this MPI, for ``python -m mpicoll info``."""
     if not is_mpich():
         return ["none (no nonblocking call measured slower than its equivalent)"]
-    return ["reduce_scatter with equal counts as Ireduce_scatter, not "
+    return ["reduce_scatter with equal counts from 256 KiB to 3 MiB as Ireduce_scatter, not "
             "Ireduce_scatter_block (5-9x slower from 512 KiB to 2 MiB)",
             "all_to_all: a rank's own block of 4 KiB or more copied locally, not sent "
             "through Ialltoallv (1.5-2x slower)"]

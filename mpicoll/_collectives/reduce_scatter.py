@@ -43,7 +43,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     _validate.same_dtype(name, dst, src, "output", "input")
     _validate.stacked_or_concat(name, src, dst, n, "input", "output")
     p = plan(dst.dtype, op, name)
-    block = block_reduce_scatter()
+    block = block_reduce_scatter(src.array.nbytes)
     if type(op) is ReduceOp and dst.dtype in PLAIN and \
             not (p.widen or p.average or p.factor is not None):
         arr = dst.array
@@ -135,7 +135,7 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     send = _reduce.send_side(p, packed, dst.dtype)
     recv = _reduce.recv_side(p, dst.array, dst.dtype)
     dt = mpi_datatype(recv.dtype)
-    if min(counts) == max(counts) and block_reduce_scatter():
+    if min(counts) == max(counts) and block_reduce_scatter(packed.nbytes):
         method, args = "Reduce_scatter_block", ([send, counts[0], dt], [recv, counts[0], dt],
                                                 p.mpi_op)
     else:
