@@ -85,6 +85,11 @@ def reduce_ref(arrays: list[np.ndarray], op: str, dtype: str) -> np.ndarray:
             acc = acc | x
         elif op == "BXOR":
             acc = acc ^ x
+    if op == "AVG" and dtype.startswith(("int", "uint")):
+        # the sum wrapped in the dtype (above), divided rounding toward zero, as C and NCCL
+        n = len(xs)
+        return np.array([int(v) // n if v >= 0 else -(-int(v) // n) for v in acc.ravel()],
+                        dtype=dtype).reshape(acc.shape)
     if op == "AVG":
         acc = acc / len(xs)
     if lowp:
@@ -94,8 +99,10 @@ def reduce_ref(arrays: list[np.ndarray], op: str, dtype: str) -> np.ndarray:
 
 def valid_ops(dtype: str) -> list[str]:
     """ReduceOp names that make sense for ``dtype`` (PREMUL_SUM tested separately)."""
-    if dtype == "bool" or dtype.startswith(("int", "uint")):
+    if dtype == "bool":
         return ["SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"]
+    if dtype.startswith(("int", "uint")):
+        return ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"]
     if dtype.startswith("complex"):
         return ["SUM", "AVG", "PRODUCT"]
     return ["SUM", "AVG", "PRODUCT", "MIN", "MAX"]

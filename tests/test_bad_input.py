@@ -138,14 +138,15 @@ def test_jax_output_names_the_functional_form(xp, size, group):
 @pytest.mark.parametrize(("dtype", "op", "msg"), [
     ("float32", "BAND", "op BAND needs an integer or bool dtype, got float32"),
     ("complex64", "MAX", "op MAX is not defined for complex dtype complex64"),
-    ("int32", "AVG", "op AVG needs a floating or complex dtype, got int32"),
+    ("bool", "AVG", "op AVG needs a numeric dtype, got bool"),
     ("int64", "PREMUL_SUM", "op PREMUL_SUM needs a factor"),
 ])
 def test_invalid_op_for_dtype(xp, dtype, op, msg, group):
-    t = _out(xp, (3,), dtype)
+    fill = dtype != "bool" and 7  # (a bool tensor holds True)
+    t = _out(xp, (3,), dtype, fill=fill)
     with pytest.raises(ValueError, match=msg):
         dist.all_reduce(t, op=getattr(dist.ReduceOp, op), group=group)
-    _untouched(t)
+    _untouched(t, fill)
 
 
 @pytest.mark.parametrize(("xp", "dtype"), frameworks.cross(frameworks.FLOAT8))

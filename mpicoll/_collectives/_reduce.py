@@ -73,6 +73,15 @@ def finisher(plan: Plan, recv: np.ndarray, out: Buffer, n: int) -> Callable[[], 
     if not average and not widened:
         return out.commit_hook
 
+    if average and dtype.startswith(("int", "uint")):  # wrap the sum, then divide
+        # (the logical dtype: bfloat16 and float16 are carried as 16-bit unsigned ints)
+        def finish_integers() -> None:
+            if widened:
+                narrow_into(recv, out.array, dtype)
+            divide_toward_zero(out.array, n)
+            out.commit()
+        return finish_integers
+
     def finish() -> None:
         if average:
             np.divide(recv, n, out=recv)
@@ -80,3 +89,14 @@ def finisher(plan: Plan, recv: np.ndarray, out: Buffer, n: int) -> Callable[[], 
             narrow_into(recv, out.array, dtype)
         out.commit()
     return finish
+
+
+def divide_toward_zero(x: np.ndarray, n: int) -> None:
+    """``x //= n`` in place, rounded toward zero as C's (and NCCL's AVG) integer division,
+    where numpy's floor division rounds negative quotients down."""
+    if x.dtype.kind == "u":
+        np.floor_divide(x, n, out=x)
+        return
+    inexact = np.remainder(x, n) != 0
+    np.floor_divide(x, n, out=x)
+    x += inexact & (x < 0)

@@ -88,8 +88,13 @@ def _plan(dtype: str, rop: ReduceOp, opname: str) -> tuple[Any, bool, bool]:
     if rop in (ReduceOp.MIN, ReduceOp.MAX) and kind == "complex":
         raise _Value(opname, "dtype", "{arg} {op} is not defined for complex dtype {got}",
                      {"arg": "op"}, op=rop.name, got=dtype)
-    if rop in (ReduceOp.AVG, ReduceOp.PREMUL_SUM) and kind not in _FLOATISH:
+    if rop == ReduceOp.PREMUL_SUM and kind not in _FLOATISH:
         raise _Value(opname, "dtype", "{arg} {op} needs a floating or complex dtype, got {got}",
+                     {"arg": "op"}, op=rop.name, got=dtype)
+    # AVG of integers: the sum in the integer type divided by the group size, rounded
+    # toward zero, as NCCL's (docs/dtypes.md); of bools it means nothing
+    if rop == ReduceOp.AVG and kind not in (*_FLOATISH, "int", "uint"):
+        raise _Value(opname, "dtype", "{arg} {op} needs a numeric dtype, got {got}",
                      {"arg": "op"}, op=rop.name, got=dtype)
     if kind == "bool":  # carried as uint8 holding 0/1
         mpi_op = {ReduceOp.SUM: MPI.MAX, ReduceOp.MAX: MPI.MAX, ReduceOp.BOR: MPI.MAX,
@@ -104,7 +109,7 @@ def _plan(dtype: str, rop: ReduceOp, opname: str) -> tuple[Any, bool, bool]:
     # Open MPI 5's AVX kernels saturate 8- and 16-bit integer sums (100 + 100 = 127)
     # where C, numpy, torch and MPICH wrap: sum those in 32 bits and wrap on the way back
     small_int_sum = (kind in ("int", "uint") and dtype[-1] in "68" and not dtype.endswith("64")
-                     and rop == ReduceOp.SUM and _saturating_mpi())
+                     and rop in (ReduceOp.SUM, ReduceOp.AVG) and _saturating_mpi())
     return mpi_op, kind == "lowp" or small_int_sum, rop == ReduceOp.AVG
 
 
