@@ -19,7 +19,6 @@ from .._pending import pending as _pending
 from .._wait import wait_requests
 from .._work import Work
 from . import _large
-from ._pack import span as _span
 
 try:  # numpy's C function itself, without the __array_function__ dispatch (2x faster)
     from numpy._core._multiarray_umath import may_share_memory as may_share_memory
@@ -193,36 +192,6 @@ def exchange_key(out: Any, inp: Any, group: Any, extra: Any = None) -> tuple:
     return inp.dtype, inp.shape, out.dtype, out.shape, group.nranks, extra
 
 
-def quick_list(xs: Any, n: int, writable: bool) -> tuple[Any, Any, int, int, list[int]] | None:
-    """A list of ``n`` tensors that :func:`quick_array` serves (writable if
-    ``writable``), of one dtype and lying end to end in memory (``x.chunk(n)``,
-    ``x.split(sizes)``): (one buffer over them all, their dtype, its start and end
-    addresses, their sizes); else None."""
-    s_ = _env._settings
-    if s_ is None or s_.check or _pending or type(xs) not in _SEQUENCES or len(xs) != n:
-        return None
-    found = _span(xs, writable, _quick_array if writable else _quick_input)
-    if found is None or found[0] is None:
-        return None
-    first, start, end, sizes = found
-    if (end - start) // first.itemsize > _large.INT_MAX:
-        return None
-    return _fromaddress(start, end - start, not writable), first.dtype, start, end, sizes
-
-
-def _quick_input(x: Any) -> Any:
-    return _quick_array(x, False)
-
-
-def apart(a: Any, start: int, end: int) -> bool:
-    """Whether the contiguous array ``a`` lies outside the memory [start, end)."""
-    lo = _address(a).address
-    return lo + a.nbytes <= start or end <= lo
-
-
-_SEQUENCES = (list, tuple)
-_address = MPI.buffer
-_fromaddress = MPI.buffer.fromaddress
 
 
 def next_seq(op: str, group: Any) -> int:

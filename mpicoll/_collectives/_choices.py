@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from .._start import is_mpich
 
-
 # MPICH's Ireduce_scatter_block measured 5-9x its blocking call from 512 KiB to 2 MiB of
 # input per rank (2 and 4 ranks; 1.0-1.2x at 256 KiB and from 3 MiB), where Ireduce_scatter
 # with equal counts stays within 1.05x; below 256 KiB the block call is the cheaper one

@@ -14,7 +14,8 @@ from .._process_group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
-from ._call import apart, issue, quick, quick_array, quick_list
+from ._call import issue, quick, quick_array
+from ._layout import apart_span, quick_list
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -74,7 +75,7 @@ def _quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
         table = _QUICK_GATHER if gathering else _QUICK_SCATTER
         hit = table.get((a.dtype, a.size, root, *q[4])) \
             if q is not None and q[1] == a.dtype else None
-        if hit is None or not apart(a, q[2], q[3]):
+        if hit is None or not apart_span(a, q[2], q[3]):
             return False
         mine, theirs = (a, hit[1]), (q[0], *hit)
     if gathering:
