@@ -140,10 +140,10 @@ def test_all_reduce_coalesced_empty_list_raises_before_communicating(rank, size)
 
 
 def test_all_reduce_coalesced_bad_op_and_type_raise_before_communicating(rank, size):
-    ints = [torch.arange(3), torch.arange(2)]
-    _bad_on_rank0(rank, size, lambda: dist.all_reduce_coalesced(ints, op=dist.ReduceOp.AVG),
+    floats = [torch.arange(3.0), torch.arange(2.0)]  # BAND: integers and bools only
+    _bad_on_rank0(rank, size, lambda: dist.all_reduce_coalesced(floats, op=dist.ReduceOp.BAND),
                   ValueError, "op")
-    assert ints[0].tolist() == [0, 1, 2] and ints[1].tolist() == [0, 1]
+    assert floats[0].tolist() == [0, 1, 2] and floats[1].tolist() == [0, 1]
     one = torch.ones(2)
     _bad_on_rank0(rank, size, lambda: dist.all_reduce_coalesced(one), TypeError, "tensors")
     assert one.tolist() == [1.0, 1.0]
