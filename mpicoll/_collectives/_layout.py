@@ -18,12 +18,10 @@ from numpy import empty as _empty
 from numpy import ndarray as _ndarray
 
 from .. import _env
-from .._adapter.buffer import quick_array as _quick_array
 from .._adapter.views import QUICKERS
 from .._mpi import MPI
 from .._pending import pending as _pending
 from ._large import INT_MAX
-from ._pack import span as _span
 
 _address = MPI.buffer
 _fromaddress = MPI.buffer.fromaddress
@@ -173,30 +171,3 @@ def keep(key: tuple[int, Any, int], stage: Any) -> None:
     if len(_STAGES) >= _STAGES_MAX:
         _STAGES.clear()
     _STAGES[key] = stage
-
-
-def quick_list(xs: Any, n: int, writable: bool) -> tuple[Any, Any, int, int, list[int]] | None:
-    """(gather and scatter's quick path) A list of ``n`` tensors that ``quick_array`` serves (writable if
-    ``writable``), of one dtype and lying end to end in memory (``x.chunk(n)``,
-    ``x.split(sizes)``): (one buffer over them all, their dtype, its start and end
-    addresses, their sizes); else None."""
-    s_ = _env._settings
-    if s_ is None or s_.check or _pending or type(xs) not in _SEQUENCES or len(xs) != n:
-        return None
-    found = _span(xs, writable, _quick_array if writable else _quick_input)
-    if found is None or found[0] is None:
-        return None
-    first, start, end, sizes = found
-    if (end - start) // first.itemsize > INT_MAX:
-        return None
-    return _fromaddress(start, end - start, not writable), first.dtype, start, end, sizes
-
-
-def _quick_input(x: Any) -> Any:
-    return _quick_array(x, False)
-
-
-def apart_span(a: Any, start: int, end: int) -> bool:
-    """Whether the contiguous array ``a`` lies outside the memory [start, end)."""
-    lo = _address(a).address
-    return lo + a.nbytes <= start or end <= lo

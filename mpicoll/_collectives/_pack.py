@@ -33,7 +33,7 @@ def joined_arrays(arrays: list[np.ndarray], writable: bool = False) -> np.ndarra
     found = span(arrays, writable) if arrays else None
     if found is None:
         return None
-    first, start, end, _ = found
+    first, start, end = found
     if first is None:
         return arrays[0].reshape(-1)[:0]
     if end - start == first.nbytes:  # one tensor holds it all
@@ -44,38 +44,29 @@ def joined_arrays(arrays: list[np.ndarray], writable: bool = False) -> np.ndarra
                          dtype=first.dtype)
 
 
-def span(items: Any, writable: bool, convert: Any = None) -> tuple[Any, int, int,
-                                                                   list[int]] | None:
-    """(first non-empty array, start address, end address, sizes) of arrays that lie end
+def span(items: Any, writable: bool) -> tuple[Any, int, int] | None:
+    """(first non-empty array, start address, end address) of numpy arrays that lie end
     to end, C-contiguous, of one dtype (writable if ``writable``); the first is None when
-    all are empty; None for anything else. Items that are not numpy arrays go through
-    ``convert`` (None from it: None), which must return C-contiguous writable arrays."""
+    all are empty; None for anything else (other types included)."""
     first = None
     start = end = 0
-    sizes = []
     for a in items:
-        converted = type(a) is not np.ndarray
-        if converted:  # a quick view: C-contiguous and writable by contract
-            a = convert(a) if convert is not None else None
-            if a is None:
-                return None
-        nbytes = a.nbytes
-        sizes.append(a.size)
-        if not nbytes:
-            if first is None and sizes and a.dtype != items[0].dtype:
+        if type(a) is not np.ndarray:
+            return None
+        if not a.nbytes:
+            if first is None and a.dtype != items[0].dtype:
                 return None
             continue
-        if not converted:
-            f = a.flags  # carray: C-contiguous, aligned and writeable, read in one attribute
-            if not (f.carray if writable else f.c_contiguous):
-                return None
+        f = a.flags  # carray: C-contiguous, aligned and writeable, read in one attribute
+        if not (f.carray if writable else f.c_contiguous):
+            return None
         addr = _address(a).address  # 0.1 us, where a.ctypes.data costs 1 us
         if first is None:
             first, start, dtype = a, addr, a.dtype
         elif addr != end or a.dtype != dtype:
             return None
-        end = addr + nbytes
-    return first, start, end, sizes
+        end = addr + a.nbytes
+    return first, start, end
 
 
 _address = MPI.buffer

@@ -15,7 +15,7 @@ from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
 from ._call import issue, quick, quick_array
-from ._layout import apart_span, quick_list
+from ._layout import apart, layout
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -71,11 +71,11 @@ def _quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
             return False
         mine, theirs = (a, dt), None
     else:
-        q = quick_list(tensors, pg._size, gathering)
+        q = layout(tensors, pg._size, gathering)  # (adjacent views only, as validated)
         table = _QUICK_GATHER if gathering else _QUICK_SCATTER
         hit = table.get((a.dtype, a.size, root, *q[4])) \
-            if q is not None and q[1] == a.dtype else None
-        if hit is None or not apart_span(a, q[2], q[3]):
+            if q is not None and q[7] and q[1] == a.dtype else None
+        if hit is None or not apart(q, a):
             return False
         mine, theirs = (a, hit[1]), (q[0], *hit)
     if gathering:
