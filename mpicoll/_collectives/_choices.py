@@ -28,7 +28,8 @@ def describe() -> list[str]:
     """The choices made on this MPI, for ``python -m mpicoll info``."""
     if not is_mpich():
         return ["none (no nonblocking call measured slower than its equivalent)"]
-    return ["reduce_scatter with equal counts from 256 KiB to 3 MiB as Ireduce_scatter, not "
+    lo, hi = (f"{n >> 10} KiB" if n < 1 << 20 else f"{n >> 20} MiB" for n in _SLOW_BLOCK)
+    return [f"reduce_scatter with equal counts from {lo} to {hi} as Ireduce_scatter, not "
             "Ireduce_scatter_block (5-9x slower from 512 KiB to 2 MiB)",
             "all_to_all: a rank's own block of 4 KiB or more copied locally, not sent "
             "through Ialltoallv (1.5-2x slower)"]
