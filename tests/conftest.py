@@ -108,3 +108,19 @@ def xp(request):
 def xin(request):
     """A framework that supplies inputs (JAX included); outputs go to xin.output()."""
     return request.param
+
+
+@pytest.fixture
+def refuse_list_general_path(monkeypatch):
+    """A call that, once the list forms are warm, makes their general path raise: what
+    runs after it must have taken the quick path."""
+    def refuse_now():
+        from mpicoll._collectives import _validate, all_gather, reduce_scatter
+
+        def refuse(*args, **kwargs):
+            raise AssertionError("the general path was taken")
+
+        monkeypatch.setattr(_validate, "tensor_list", refuse)
+        for module in (all_gather, reduce_scatter):
+            monkeypatch.setattr(module, "as_buffer", refuse)
+    return refuse_now

@@ -298,9 +298,8 @@ def test_list_forms_bad_input_after_warm_up(rank, size, group):
 
 
 @pytest.mark.parametrize(("xp", "dtype"), QUICK)
-def test_the_quick_path_of_lists_is_taken(xp, dtype, rank, size, group, monkeypatch):
-    from mpicoll._collectives import _validate, all_gather, reduce_scatter
-
+def test_the_quick_path_of_lists_is_taken(xp, dtype, rank, size, group,
+                                          refuse_list_general_path):
     send = xp.tensor(np.arange(size * 2), dtype)
     recv, out = xp.empty((size * 2,), dtype), xp.empty((2,), dtype)
     sends, recvs = xp.pieces(send, [2] * size), xp.pieces(recv, [2] * size)
@@ -312,12 +311,7 @@ def test_the_quick_path_of_lists_is_taken(xp, dtype, rank, size, group, monkeypa
 
     calls()
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("the general path was taken")
-
-    monkeypatch.setattr(_validate, "tensor_list", refuse)
-    for module in (all_gather, reduce_scatter):
-        monkeypatch.setattr(module, "as_buffer", refuse)
+    refuse_list_general_path()
     xp.fill(out, 1)
     calls()
     assert_equal(recv, np.ones(size * 2), dtype)  # out (ones) gathered from every rank
