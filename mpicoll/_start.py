@@ -39,3 +39,9 @@ def is_mpich() -> bool:
     """Whether the MPI library is MPICH (for choices among equivalent MPI calls that
     measured faster there)."""
     return mpi().Get_library_version().startswith("MPICH")
+
+
+@cache
+def is_open_mpi() -> bool:
+    """Whether the MPI library is Open MPI (as :func:`is_mpich`)."""
+    return mpi().Get_library_version().startswith("Open MPI")

@@ -35,6 +35,11 @@ def test_info():
     mpich = MPI.Get_library_version().startswith("MPICH")
     assert ("reduce_scatter with equal counts from 256 KiB to 3 MiB as Ireduce_scatter," in
             rows["call choices"]) == mpich, rows["call choices"]
+    # and all_gather as Ialltoallv, from a block size that depends on the library
+    least = "64 KiB" if mpich else "4 KiB" if MPI.Get_library_version().startswith(
+        "Open MPI") else None
+    assert (f"all_gather of {least} or more a rank, up to 8 ranks: Ialltoallv" in
+            rows["call choices"]) if least else "all_gather" not in rows["call choices"]
     aware, why = gpu_aware()  # this process decides from the same environment
     assert rows["GPU-aware MPI"] == f"{'yes' if aware else 'no'} ({why})"
     # the frameworks the suite installs: their versions, and no "(import failed: ...)"

@@ -1,4 +1,5 @@
-"""[2] all_gather (list) -> Allgather / Allgatherv; all_gather_into_tensor -> Allgather."""
+"""[2] all_gather (list) -> Allgather / Allgatherv; all_gather_into_tensor -> Allgather
+(both -> Alltoallv where _choices says so)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from .._adapter.dtypes import mpi_datatype
 from .._adapter.views import PLAIN
 from .._mpi import MPI
 from .._process_group import _State, resolve
+from .._start import is_mpich
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _validate
-from ._call import exchange_key, issue, quick, quick_array, quick_exchange
+from ._call import exchange_key, issue, quick, quick_array, quick_exchange, quick_then_copy
+from ._choices import gather_by_alltoallv
 from ._large import INT_MAX
 from ._layout import apart, displs, layout
+from .all_to_all import _own_copy, _then
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
@@ -33,7 +37,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     if pg is None and (pg := resolve(group, name)) is None:
         return None
     # the common call, on shapes an earlier call of the general path validated
-    if not async_op and quick_exchange(name, pg, output_tensor, input_tensor, _QUICK):
+    if not async_op and quick_exchange(name, pg, output_tensor, input_tensor, _QUICK,
+                                       pg._rank):
         return None
     n = pg._size  # nranks, without the property's call
     src = as_buffer(input_tensor, op=name, name="input_tensor")
@@ -43,8 +48,11 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     rarr = dst.array
     count = src.numel
     dt = mpi_datatype(rarr.dtype)
+    by_a2a = _by_alltoallv(pg.my_rank, count, [count] * n, rarr.nbytes)
     if src.dtype in PLAIN and rarr.size <= INT_MAX:
-        _QUICK[exchange_key(rarr, src.array, pg)] = ("Iallgather", count, count, dt, None, None)
+        _QUICK[exchange_key(rarr, src.array, pg, pg.my_rank)] = \
+            ("Iallgather", count, count, dt, None, None) if by_a2a is None else \
+            ("Ialltoallv", by_a2a[0], by_a2a[1], dt, None, by_a2a[2])
     sendspec: Any = [src.array, count, dt]
     if count and np.may_share_memory(src.view, dst.view):
         mine = rarr.reshape(-1)[pg.my_rank * count:(pg.my_rank + 1) * count]
@@ -53,16 +61,40 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
         else:
             src.detach_input()
             sendspec = [src.array, count, dt]
-    return issue(name, pg, "Allgather", (sendspec, [rarr, count, dt]), dst.commit_hook,
-                 async_op, [output_tensor], sig=lambda: {"dtype": src.dtype, "numel": count})
+    method, args, finish = "Allgather", (sendspec, [rarr, count, dt]), dst.commit_hook
+    if by_a2a is not None and sendspec is not MPI.IN_PLACE:
+        method, args = "Alltoallv", ([src.array, by_a2a[0], dt], [rarr, by_a2a[1], dt])
+        finish = _then(_own_copy(src.array, rarr, by_a2a[2]), finish)
+    return issue(name, pg, method, args, finish, async_op, [output_tensor],
+                 sig=lambda: {"dtype": src.dtype, "numel": count})
+
+
+def _by_alltoallv(me: int, count: int, counts: list[int],
+                  nbytes: int) -> tuple[tuple, tuple, Any] | None:
+    """The all_gather of ``counts`` (``count`` from this rank, ``nbytes`` in all) as
+    Alltoallv where :func:`gather_by_alltoallv` chooses it: (send counts and
+    displacements, receive counts and displacements, this rank's own block to copy
+    locally or None, as :func:`all_to_all._alltoallv_args`); None: Allgather(v). Every
+    rank sends its one block, at displacement 0, to every rank."""
+    n = len(counts)
+    if not gather_by_alltoallv(nbytes, n):
+        return None
+    scounts, rcounts, rdispls = [count] * n, list(counts), _pack.displs(counts)
+    own = None
+    if is_mpich():  # (its Alltoallv sends the own block through its message path)
+        own = 0, rdispls[me], count
+        scounts[me] = rcounts[me] = 0
+    return (scounts, [0] * n), (rcounts, rdispls), own
 
 
 # quick_exchange's table for all_gather_into_tensor: the calls the general path validated
 _QUICK: dict[tuple, tuple[str, int, int, Any, None, None]] = {}
 
 # all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) ->
-# (nonblocking method, receive counts (with displacements for Iallgatherv), MPI datatype)
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any]] = {}
+# (nonblocking method, receive counts (with displacements for Iallgatherv and
+# Ialltoallv), MPI datatype, send counts with displacements for Ialltoallv else None,
+# this rank's own block to copy locally or None: _by_alltoallv)
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any]] = {}
 
 all_gather_single = all_gather_into_tensor
 
@@ -89,10 +121,18 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
             buf, _, _, _, counts, _, _, adjacent = out
             hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *counts))
             if hit is not None and apart(out, a):
-                recv = [buf, hit[1], hit[2]] if adjacent else \
-                    [buf, (counts, displs(out)), hit[2]]
-                quick(name, pg, hit[0] if adjacent else "Iallgatherv",
-                      ([a, a.size, hit[2]], recv))
+                method, rc, dt, sc, own = hit
+                if sc is not None:  # as Alltoallv (_by_alltoallv)
+                    recv = [buf, rc if adjacent else (rc[0], displs(out)), dt]
+                    args = ([a, sc, dt], recv)
+                    if own is None:
+                        quick(name, pg, method, args)
+                    else:
+                        quick_then_copy(name, pg, method, args,
+                                        (out[6][pg._rank].reshape(-1), a.reshape(-1)))
+                    return None
+                recv = [buf, rc, dt] if adjacent else [buf, (counts, displs(out)), dt]
+                quick(name, pg, method if adjacent else "Iallgatherv", ([a, a.size, dt], recv))
                 return None
     src = as_buffer(tensor, op=name, name="tensor")
     outs = _validate.tensor_list(name, tensor_list, n, "tensor_list", writable=True,
@@ -116,15 +156,23 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         else:
             src.detach_input()
             sendspec = [src.array, src.numel, dt]
+    by_a2a = _by_alltoallv(pg.my_rank, src.numel, counts, recv.nbytes)
     if min(counts) == max(counts):
         method, recvspec = "Allgather", [recv, counts[0], dt]
     else:
         method, recvspec = "Allgatherv", [recv, (counts, _pack.displs(counts)), dt]
     if src.dtype in PLAIN:
         _QUICK_LISTS[(recv.dtype, src.numel, pg.my_rank, *counts)] = (
-            "I" + method[0].lower() + method[1:], recvspec[1], dt)
+            ("I" + method[0].lower() + method[1:], recvspec[1], dt, None, None)
+            if by_a2a is None else ("Ialltoallv", by_a2a[1], dt, by_a2a[0], by_a2a[2]))
+    own = None
+    if by_a2a is not None and sendspec is not MPI.IN_PLACE:
+        method, own = "Alltoallv", _own_copy(sendspec[0], recv, by_a2a[2])
+        sendspec, recvspec = [sendspec[0], by_a2a[0], dt], [recv, by_a2a[1], dt]
 
     def finish() -> None:
+        if own is not None:
+            own()
         if staged:
             _pack.unpack(recv, outs)
 
