@@ -52,10 +52,13 @@ def warn_once(key: str, message: str) -> None:
 class Settings:
     """MPICOLL_* settings that the hot path consults (read once, on first use)."""
 
-    __slots__ = ("check", "timeout")
+    __slots__ = ("check", "sizes", "timeout")
 
     def __init__(self) -> None:
-        self.check = flag("MPICOLL_CHECK", False)
+        check = flag("MPICOLL_CHECK", None)
+        self.check = bool(check)  # 1: checked mode, every signature compared
+        self.sizes = check is not False  # 0 turns off even the v-collectives' counts
+        # (_collectives/_sizes)
         # as torch's default collective timeout (gloo): no job waits for ever by default;
         # MPICOLL_TIMEOUT=0 turns it off
         raw = os.environ.get("MPICOLL_TIMEOUT")

@@ -112,6 +112,11 @@ class SignatureMismatch(RuntimeError):
     """Checked mode: peers called collectives that do not match."""
 
 
+class SizeMismatch(RuntimeError):
+    """The sizes one rank sent differ from those its peer expected: raised, by default,
+    on every rank whose output they made wrong (``MPICOLL_CHECK=0`` turns it off)."""
+
+
 def torch_flavoured(cls: type[BaseException]) -> type[BaseException]:
     """``cls``, or, once ``torch.distributed`` is imported, a subclass of ``cls`` that is
     also torch's ``DistBackendError`` (a ``DistError``, a ``RuntimeError``): code
@@ -132,4 +137,5 @@ _MIXED: dict[type, type] = {}
 
 
 __all__ = ["ArgumentBufferError", "ArgumentError", "ArgumentTypeError", "ArgumentValueError",
-           "CollectiveTimeout", "MPIError", "PeerExited", "SignatureMismatch"]
+           "CollectiveTimeout", "MPIError", "PeerExited", "SignatureMismatch",
+           "SizeMismatch"]

@@ -19,6 +19,8 @@ from .._pending import pending as _pending
 from .._wait import wait_requests
 from .._work import Work
 from . import _large
+from ._sizes import Sizes
+from ._waits import interrupted, with_sizes
 
 try:  # numpy's C function itself, without the __array_function__ dispatch (2x faster)
     from numpy._core._multiarray_umath import may_share_memory as may_share_memory
@@ -28,12 +30,15 @@ except ImportError:  # numpy < 2
 
 def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], Any] | None,
           async_op: bool, outputs: list[Any] | None = None, keep: Any = None,
-          sig: Callable[[], dict[str, Any]] | None = None) -> Work | None:
+          sig: Callable[[], dict[str, Any]] | None = None,
+          sizes: Sizes | None = None) -> Work | None:
     """Call ``comm.<method>(*args)``, or ``comm.I<method>`` when ``async_op``.
 
     ``finalize`` writes results back (staging copy-back, AVG's divide) once the
     data has arrived: right away when blocking, at completion when async.
-    ``sig`` describes the call for checked mode (MPICOLL_CHECK=1).
+    ``sig`` describes the call for checked mode (MPICOLL_CHECK=1). ``sizes``: the
+    call's counts, posted right after the data and compared once both are complete
+    (:mod:`._sizes`; None where the counts cannot disagree, or with MPICOLL_CHECK=0).
     """
     seq = next_seq(op, group)
     if _settings().check:
@@ -54,6 +59,8 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
         req = getattr(comm, _NONBLOCKING.get(method) or _nonblocking(method))(*args)
     except MPI.Exception as e:
         raise mpi_error(op, e, args, _large_hint(args)) from e
+    if sizes is not None:
+        return with_sizes(op, group, seq, req, args, sizes, finalize, async_op, outputs, keep)
     if async_op:
         return Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group,
                     seq=seq)
@@ -65,20 +72,27 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     except MPI.Exception as e:
         raise mpi_error(op, e, args) from e
     except BaseException:
-        _interrupted(op, req, group, seq, args, finalize, outputs, keep)
+        interrupted(op, req, group, seq, args, finalize, outputs, keep)
         raise
     if finalize is not None:
         finalize()
     return None
 
 
-def quick(op: str, group: Any, method: str, args: tuple) -> None:
+def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = None) -> None:
     """:func:`issue` for the common blocking call that needs nothing after the data
     arrives and no checked mode: the same numbering, departure check and wait, and
     ``method`` is already the nonblocking name (``"Iallreduce"``)."""
     seq = group.seq = group.seq + 1
     if _departed.left:
         _departed.check(op, group, seq)
+    if sizes is not None:
+        try:
+            req = getattr(group.comm, method)(*args)
+        except MPI.Exception as e:
+            raise mpi_error(op, e, args) from e
+        with_sizes(op, group, seq, req, args, sizes, None, False, None, None)
+        return
     req = None
     try:
         req = getattr(group.comm, method)(*args)
@@ -87,18 +101,18 @@ def quick(op: str, group: Any, method: str, args: tuple) -> None:
     except MPI.Exception as e:
         raise mpi_error(op, e, args) from e
     except BaseException:
-        _interrupted(op, req, group, seq, args)
+        interrupted(op, req, group, seq, args)
         raise
 
 
 def quick_then_copy(op: str, group: Any, method: str, args: tuple,
-                    copy: tuple[Any, Any]) -> None:
+                    copy: tuple[Any, Any], sizes: Sizes | None = None) -> None:
     """:func:`quick`, then ``copy`` = (destination, source): this rank's own block, which
     MPICH's Alltoallv is left out of (:func:`own_blocks`). The copy is made also when the
     wait is interrupted (MPI never touches that block), as the general path's would be
     when its pending Work completes."""
     try:
-        quick(op, group, method, args)
+        quick(op, group, method, args, sizes)
     finally:
         _copyto(*copy)
 
@@ -108,17 +122,6 @@ def own_blocks(send: Any, recv: Any, own: tuple[int, int, int]) -> tuple[Any, An
     receive offset, count) in elements of the contiguous arrays ``send`` and ``recv``."""
     s0, r0, c = own
     return recv.reshape(-1)[r0:r0 + c], send.reshape(-1)[s0:s0 + c]
-
-
-def _interrupted(op: str, req: Any, group: Any, seq: int, args: tuple,
-                 finalize: Callable[[], Any] | None = None, outputs: list[Any] | None = None,
-                 keep: Any = None) -> None:
-    """A blocking call's wait was interrupted (KeyboardInterrupt raised between its
-    Tests): MPI still owns the buffers, so the request becomes a pending Work (its
-    buffers kept alive; completed by a later wait on the group, or at exit), as if the
-    call had been made with ``async_op=True``."""
-    if req:  # still active (a completed request is MPI_REQUEST_NULL)
-        Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group, seq=seq)
 
 
 def quick_array(tensor: Any, writable: bool = True) -> Any:
@@ -140,7 +143,8 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     and ``table`` holds what the general path validated for their dtypes and shapes, the
     group's size and ``extra`` (the ReduceOp, the split sizes), make the call it stored
     (nonblocking method, send count, receive count, MPI datatype, MPI op or None, this
-    rank's own block to copy locally or None) with :func:`quick`. The MPI op comes as
+    rank's own block to copy locally or None, the counts' :class:`Sizes` or None) with
+    :func:`quick`. The MPI op comes as
     the arguments that follow the buffers: ``(op,)``, or ``(counts, op)`` for
     ``Ireduce_scatter``. True when done; False:
     take the general path."""
@@ -178,12 +182,13 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     if not (fr is not None and fs is not None and s is not r and fr.owndata and
             fs.owndata) and may_share_memory(s, r):
         return False
-    method, sc, rc, dt, mpi_op, own = hit
+    method, sc, rc, dt, mpi_op, own, sizes = hit
     if own is not None:
-        quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own))
+        quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own),
+                        sizes)
     else:
         quick(op, group, method, ((s, sc, dt), (r, rc, dt)) if mpi_op is None else
-              ((s, sc, dt), (r, rc, dt), *mpi_op))
+              ((s, sc, dt), (r, rc, dt), *mpi_op), sizes)
     return True
 
 

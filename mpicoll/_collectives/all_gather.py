@@ -20,6 +20,7 @@ from ._call import exchange_key, issue, quick, quick_array, quick_exchange, quic
 from ._choices import gather_by_alltoallv
 from ._large import INT_MAX
 from ._layout import apart, displs, layout
+from ._sizes import Sizes, sizes_on
 from .all_to_all import _own_copy, _then
 
 
@@ -51,8 +52,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     by_a2a = _by_alltoallv(pg.my_rank, count, [count] * n, rarr.nbytes)
     if src.dtype in PLAIN and rarr.size <= INT_MAX:
         _QUICK[exchange_key(rarr, src.array, pg, pg.my_rank)] = \
-            ("Iallgather", count, count, dt, None, None) if by_a2a is None else \
-            ("Ialltoallv", by_a2a[0], by_a2a[1], dt, None, by_a2a[2])
+            ("Iallgather", count, count, dt, None, None, None) if by_a2a is None else \
+            ("Ialltoallv", by_a2a[0], by_a2a[1], dt, None, by_a2a[2], None)
     sendspec: Any = [src.array, count, dt]
     if count and np.may_share_memory(src.view, dst.view):
         mine = rarr.reshape(-1)[pg.my_rank * count:(pg.my_rank + 1) * count]
@@ -93,8 +94,8 @@ _QUICK: dict[tuple, tuple[str, int, int, Any, None, None]] = {}
 # all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) ->
 # (nonblocking method, receive counts (with displacements for Iallgatherv and
 # Ialltoallv), MPI datatype, send counts with displacements for Ialltoallv else None,
-# this rank's own block to copy locally or None: _by_alltoallv)
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any]] = {}
+# this rank's own block to copy locally or None: _by_alltoallv, the counts' Sizes or None)
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any, Any]] = {}
 
 all_gather_single = all_gather_into_tensor
 
@@ -120,19 +121,20 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         if a is not None and a.dtype == out[1]:
             buf, _, _, _, counts, _, _, adjacent = out
             hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *counts))
-            if hit is not None and apart(out, a):
-                method, rc, dt, sc, own = hit
+            if hit is not None and out[6][pg._rank].shape == a.shape and apart(out, a):
+                method, rc, dt, sc, own, sizes = hit
                 if sc is not None:  # as Alltoallv (_by_alltoallv)
                     recv = [buf, rc if adjacent else (rc[0], displs(out)), dt]
                     args = ([a, sc, dt], recv)
                     if own is None:
-                        quick(name, pg, method, args)
+                        quick(name, pg, method, args, sizes)
                     else:
                         quick_then_copy(name, pg, method, args,
-                                        (out[6][pg._rank].reshape(-1), a.reshape(-1)))
+                                        (out[6][pg._rank].reshape(-1), a.reshape(-1)), sizes)
                     return None
                 recv = [buf, rc, dt] if adjacent else [buf, (counts, displs(out)), dt]
-                quick(name, pg, method if adjacent else "Iallgatherv", ([a, a.size, dt], recv))
+                quick(name, pg, method if adjacent else "Iallgatherv", ([a, a.size, dt], recv),
+                      sizes)
                 return None
     src = as_buffer(tensor, op=name, name="tensor")
     outs = _validate.tensor_list(name, tensor_list, n, "tensor_list", writable=True,
@@ -144,6 +146,14 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
                      "expected {expected} elements, got {got}",
                      {"arg": f"tensor_list[{pg.my_rank}]", "t": "tensor"},
                      expected=src.numel, got=counts[pg.my_rank])
+    if tuple(outs[pg.my_rank].shape) != tuple(src.shape):  # as gloo: no silent reshape
+        raise _Value(name, "shape_mismatch", "{arg} must have the shape of {t} on this "
+                     "rank: expected {expected}, got {got}",
+                     {"arg": f"tensor_list[{pg.my_rank}]", "t": "tensor"},
+                     expected=tuple(src.shape), got=tuple(outs[pg.my_rank].shape))
+    sizes = None if n == 1 or not sizes_on() else Sizes(
+        name, "Iallgather", [src.numel], n, counts,
+        "rank {peer} sends {got} elements, and tensor_list[{peer}] on rank {me} holds {want}")
     recv, staged = _pack.receive_area(outs, sum(counts))
     if staged:  # adjacent outputs are distinct by construction
         _validate.distinct_outputs(name, outs, "tensor_list")
@@ -157,14 +167,14 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
             src.detach_input()
             sendspec = [src.array, src.numel, dt]
     by_a2a = _by_alltoallv(pg.my_rank, src.numel, counts, recv.nbytes)
-    if min(counts) == max(counts):
-        method, recvspec = "Allgather", [recv, counts[0], dt]
+    if sizes is None and min(counts) == max(counts):  # (with sizes: one call on every
+        method, recvspec = "Allgather", [recv, counts[0], dt]  # rank, even if they disagree)
     else:
         method, recvspec = "Allgatherv", [recv, (counts, _pack.displs(counts)), dt]
     if src.dtype in PLAIN:
         _QUICK_LISTS[(recv.dtype, src.numel, pg.my_rank, *counts)] = (
-            ("I" + method[0].lower() + method[1:], recvspec[1], dt, None, None)
-            if by_a2a is None else ("Ialltoallv", by_a2a[1], dt, by_a2a[0], by_a2a[2]))
+            ("I" + method[0].lower() + method[1:], recvspec[1], dt, None, None, sizes)
+            if by_a2a is None else ("Ialltoallv", by_a2a[1], dt, by_a2a[0], by_a2a[2], sizes))
     own = None
     if by_a2a is not None and sendspec is not MPI.IN_PLACE:
         method, own = "Alltoallv", _own_copy(sendspec[0], recv, by_a2a[2])
@@ -177,4 +187,5 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
             _pack.unpack(recv, outs)
 
     return issue(name, pg, method, (sendspec, recvspec), finish, async_op,
-                 list(tensor_list), keep=outs, sig=lambda: {"dtype": src.dtype, "counts": counts})
+                 list(tensor_list), keep=outs, sig=lambda: {"dtype": src.dtype, "counts": counts},
+                 sizes=sizes)

@@ -24,6 +24,7 @@ from ._call import (
 )
 from ._large import INT_MAX
 from ._layout import displs, layout, lists_apart
+from ._sizes import exchange as exchange_sizes
 
 
 def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | None = None,
@@ -78,11 +79,13 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
         else None
     if scounts is None and rcounts is None:
         args = ([sarr, sarr.size // n, dt], [rarr, rarr.size // n, dt])
+        sizes = exchange_sizes(name, pg, [sarr.size // n] * n, [rarr.size // n] * n, "output")
         if quick_key is not None:
-            _QUICK[quick_key] = ("Ialltoall", sarr.size // n, rarr.size // n, dt, None, None)
+            _QUICK[quick_key] = ("Ialltoall", sarr.size // n, rarr.size // n, dt, None, None,
+                                 sizes)
         return issue(name, pg, "Alltoall", args, dst.commit_hook, async_op, [output],
                      sig=lambda: {"dtype": src.dtype, "send": [sarr.size // n] * n,
-                                  "recv": [rarr.size // n] * n})
+                                  "recv": [rarr.size // n] * n}, sizes=sizes)
     if scounts is None:
         scounts = [src.shape[0] // n] * n
     if rcounts is None:
@@ -92,13 +95,16 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     if row != 1:
         scounts = [c * row for c in scounts]
         rcounts = [c * row for c in rcounts]
+    sizes = exchange_sizes(name, pg, scounts, rcounts, "output")
     args, own = _alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
     if quick_key is not None:  # (copies: the counts may be the caller's lists)
         (sc, sd), (rc, rd) = args[0][1], args[1][1]
-        _QUICK[quick_key] = ("Ialltoallv", (list(sc), sd), (list(rc), rd), dt, None, own)
+        _QUICK[quick_key] = ("Ialltoallv", (list(sc), sd), (list(rc), rd), dt, None, own,
+                             sizes)
     return issue(name, pg, "Alltoallv", args, _then(_own_copy(sarr, rarr, own),
                                                     dst.commit_hook), async_op, [output],
-                 sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
+                 sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts},
+                 sizes=sizes)
 
 
 # quick_exchange's table for all_to_all_single (extra: None for equal splits, else the
@@ -106,9 +112,9 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
 # validated such a call and needs no step after MPI's but the copy of this rank's own
 # block (_alltoallv_args); all_to_all's: (dtype, group size and rank, sizes of the lists)
 # -> (nonblocking method, send and receive counts with displacements, MPI datatype, own
-# block or None)
-_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any]] = {}
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any]] = {}
+# block or None, the counts' Sizes or None)
+_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any, Any]] = {}
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any, Any]] = {}
 
 
 def _splits(pg: Any, osizes: Any, isizes: Any) -> tuple | bool:
@@ -200,7 +206,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
             sbuf, _, slo, shi, scounts, _, sins, sadj = inl
             hit = _QUICK_LISTS.get((dtype, n, pg._rank, *scounts, None, *rcounts))
             if hit is not None and (shi <= rlo or rhi <= slo or lists_apart(outl, inl)):
-                _, sc, rc, dt, own = hit
+                _, sc, rc, dt, own, sizes = hit
                 if sadj and radj:
                     args = ([sbuf, sc, dt], [rbuf, rc, dt])
                     copy = None if own is None else own_blocks(
@@ -211,9 +217,9 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
                     copy = None if own is None else (routs[me].reshape(-1),
                                                      sins[me].reshape(-1))
                 if copy is None:
-                    quick(name, pg, "Ialltoallv", args)
+                    quick(name, pg, "Ialltoallv", args, sizes)
                 else:
-                    quick_then_copy(name, pg, "Ialltoallv", args, copy)
+                    quick_then_copy(name, pg, "Ialltoallv", args, copy, sizes)
                 return None
     ins = _validate.tensor_list(name, input_tensor_list, n, "input_tensor_list", writable=False)
     outs = _validate.tensor_list(name, output_tensor_list, n, "output_tensor_list",
@@ -231,11 +237,13 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         send = send.copy()
     args, own = _alltoallv_args(pg.my_rank, send, scounts, recv, rcounts,
                                 mpi_datatype(send.dtype))
+    sizes = exchange_sizes(name, pg, scounts, rcounts, "output_tensor_list[{peer}]")
     if ins[0].dtype in PLAIN:
         (sc, sd), (rc, rd) = args[0][1], args[1][1]
         _QUICK_LISTS[(send.dtype, n, pg.my_rank, *scounts, None, *rcounts)] = (
-            "Ialltoallv", (sc, sd), (rc, rd), args[0][2], own)
+            "Ialltoallv", (sc, sd), (rc, rd), args[0][2], own, sizes)
     unpack = (lambda: _pack.unpack(recv, outs)) if staged else None
     return issue(name, pg, "Alltoallv", args, _then(_own_copy(send, recv, own), unpack), async_op,
                  list(output_tensor_list), keep=(ins, outs),
-                 sig=lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts})
+                 sig=lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts},
+                 sizes=sizes)

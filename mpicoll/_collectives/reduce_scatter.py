@@ -17,6 +17,7 @@ from ._call import exchange_key, issue, quick, quick_array, quick_exchange
 from ._choices import block_reduce_scatter
 from ._large import INT_MAX
 from ._layout import apart, keep, layout, pack
+from ._sizes import exchange as exchange_sizes
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -51,9 +52,9 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
             dt = mpi_datatype(arr.dtype)
             # (the MPI op, or the counts and the op: what follows the buffers)
             _QUICK[exchange_key(arr, src.array, pg, op)] = (
-                "Ireduce_scatter_block", arr.size, arr.size, dt, (p.mpi_op,), None) if block \
-                else ("Ireduce_scatter", src.array.size, arr.size, dt,
-                      ([arr.size] * n, p.mpi_op), None)
+                "Ireduce_scatter_block", arr.size, arr.size, dt, (p.mpi_op,), None, None) \
+                if block else ("Ireduce_scatter", src.array.size, arr.size, dt,
+                               ([arr.size] * n, p.mpi_op), None, None)
     if np.may_share_memory(src.view, dst.view):
         src.detach_input()
     send = _reduce.send_side(p, src.array, src.dtype)
@@ -77,8 +78,8 @@ _QUICK: dict[tuple, tuple[str, int, int, Any, Any, None]] = {}
 # reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the
 # list) ->
 # (nonblocking method, count (an int for Ireduce_scatter_block, else the counts), MPI
-# datatype, MPI op)
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any]] = {}
+# datatype, MPI op, the counts' Sizes or None)
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any]] = {}
 
 reduce_scatter_single = reduce_scatter_tensor
 
@@ -106,17 +107,17 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
         if a is not None and a.dtype == inl[1]:
             hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, op, *inl[4]))
             if hit is not None and apart(inl, a):
-                method, counts, dt, mpi_op = hit
+                method, counts, dt, mpi_op, sizes = hit
                 if inl[7]:  # adjacent
                     send = inl[0]
                     args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
                         is int else ([send, dt], [a, dt], counts, mpi_op)
-                    quick(name, pg, method, args)
+                    quick(name, pg, method, args, sizes)
                 else:
                     send, key = pack(inl)
                     args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
                         is int else ([send, dt], [a, dt], counts, mpi_op)
-                    quick(name, pg, method, args)
+                    quick(name, pg, method, args, sizes)
                     keep(key, send)
                 return None
     dst = as_buffer(output, writable=True, op=name, name="output")
@@ -135,7 +136,10 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     send = _reduce.send_side(p, packed, dst.dtype)
     recv = _reduce.recv_side(p, dst.array, dst.dtype)
     dt = mpi_datatype(recv.dtype)
-    if min(counts) == max(counts) and block_reduce_scatter(packed.nbytes):
+    # the counts travel beside the data (_sizes); the same call on every rank even where
+    # they disagree, which the block call's choice by local counts would not give
+    sizes = exchange_sizes(name, pg, counts, [dst.numel] * n, "output")
+    if sizes is None and min(counts) == max(counts) and block_reduce_scatter(packed.nbytes):
         method, args = "Reduce_scatter_block", ([send, counts[0], dt], [recv, counts[0], dt],
                                                 p.mpi_op)
     else:
@@ -144,7 +148,9 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
             not (p.widen or p.average or p.factor is not None):
         _QUICK_LISTS[(recv.dtype, dst.numel, pg.my_rank, op, *counts)] = (
             "I" + method[0].lower() + method[1:],
-            counts[0] if method == "Reduce_scatter_block" else list(counts), dt, p.mpi_op)
+            counts[0] if method == "Reduce_scatter_block" else list(counts), dt, p.mpi_op,
+            sizes)
     fin = _reduce.finisher(p, recv, dst, n)
     return issue(name, pg, method, args, fin, async_op, [output], keep=ins,
-                 sig=lambda: {"dtype": dst.dtype, "counts": counts, "reduce_op": op_name(op)})
+                 sig=lambda: {"dtype": dst.dtype, "counts": counts, "reduce_op": op_name(op)},
+                 sizes=sizes)

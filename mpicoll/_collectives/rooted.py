@@ -16,6 +16,7 @@ from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
 from ._call import issue, quick, quick_array
 from ._layout import apart, layout
+from ._sizes import rooted as rooted_sizes
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -78,11 +79,14 @@ def _quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
         if hit is None or not apart(q, a):
             return False
         mine, theirs = (a, hit[1]), (q[0], *hit)
+    sizes = rooted_sizes(name, pg, root, gathering, a.size,
+                          None if theirs is None else q[4])
     if gathering:
-        quick(name, pg, "Igatherv", (mine, theirs, root))
+        quick(name, pg, "Igatherv", (mine, theirs, root), sizes)
     else:
-        quick(name, pg, "Iscatterv", (theirs, mine, root))
+        quick(name, pg, "Iscatterv", (theirs, mine, root), sizes)
     return True
+
 
 
 def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
@@ -151,7 +155,8 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
                          "(group rank {expected}); this is group rank {got}",
                          {"arg": "gather_list"}, expected=root, got=pg.my_rank)
         return issue(name, pg, "Gatherv", ([src.array, dt], None, root), None, async_op,
-                     sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel})
+                     sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel},
+                     sizes=rooted_sizes(name, pg, root, True, src.numel, None))
     if gather_list is None:
         raise _Value(name, "missing", "{arg} is required on the destination rank",
                      {"arg": "gather_list"})
@@ -180,7 +185,8 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
 
     return issue(name, pg, "Gatherv", args, finish, async_op, list(gather_list), keep=outs,
                  sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel,
-                              "root_counts": counts})
+                              "root_counts": counts},
+                 sizes=rooted_sizes(name, pg, root, True, src.numel, counts))
 
 
 def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None = None,
@@ -212,7 +218,8 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
                          {"arg": "scatter_list"}, expected=root, got=pg.my_rank)
         return issue(name, pg, "Scatterv", (None, [dst.array, dt], root), dst.commit_hook,
                      async_op, [tensor],
-                     sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel})
+                     sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel},
+                     sizes=rooted_sizes(name, pg, root, False, dst.numel, None))
     if scatter_list is None:
         raise _Value(name, "missing", "{arg} is required on the source rank",
                      {"arg": "scatter_list"})
@@ -232,4 +239,5 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
         _QUICK_SCATTER[(send.dtype, dst.numel, root, *counts)] = args[0][1:]
     return issue(name, pg, "Scatterv", args, dst.commit_hook, async_op, [tensor], keep=ins,
                  sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel,
-                              "root_counts": counts})
+                              "root_counts": counts},
+                 sizes=rooted_sizes(name, pg, root, False, dst.numel, counts))

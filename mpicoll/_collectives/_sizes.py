@@ -1,0 +1,106 @@
+"""[2] The sizes each rank sends, compared with what its peers expect, beside the data.
+
+In a v-collective (uneven split sizes, lists, gather, scatter, reduce_scatter of a
+list) every rank states its own counts, and MPI does not always tell when they
+disagree: MPICH's nonblocking ``Ialltoallv`` truncates a longer message silently, and
+no MPI reports a shorter one, whose tail is left unwritten. So each such call posts a
+second, small collective of counts right after its data, in the same order on every
+rank, and waits for both: the counts travel beside the data, not in a round trip
+before it. Once both are complete, a rank whose output would be wrong raises
+:class:`~mpicoll.errors.SizeMismatch`, naming the operation, the peer and both counts.
+
+``MPICOLL_CHECK=0`` turns it off (every rank must agree on that setting, as on
+``MPICOLL_CHECK=1``, whose signature comparison covers this and more).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numpy import array as _array
+from numpy import empty as _empty
+from numpy import frombuffer as _frombuffer
+from numpy import int64 as _int64
+
+from .. import _env
+from ..errors import SizeMismatch, torch_flavoured
+
+
+class Sizes:
+    """One call's counts: the small collective that carries them (``method`` on
+    ``send``, ``n`` counts received, ``root`` for the rooted ones) and what this rank
+    expects to receive (bytes of int64, None where this rank receives nothing to
+    compare). Built once per validated call and kept with the quick path's entry."""
+
+    __slots__ = ("expected", "method", "n", "op", "root", "says", "send")
+
+    def __init__(self, op: str, method: str, send: Any, n: int, expected: list[int] | None,
+                 says: str, root: int | None = None) -> None:
+        self.op, self.method, self.n, self.root, self.says = op, method, n, root, says
+        self.send = None if send is None else _array(send, _int64)
+        self.expected = None if expected is None else _array(expected, _int64).tobytes()
+
+    def post(self, comm: Any) -> tuple[Any, Any]:
+        """Post the counts' collective on ``comm``: (request, what it receives into)."""
+        recv = _empty(self.n, _int64) if self.n else None
+        if self.root is None:
+            return getattr(comm, self.method)(self.send, recv), recv
+        return getattr(comm, self.method)(self.send, recv, self.root), recv
+
+    def check(self, recv: Any, me: int) -> None:
+        """Raise SizeMismatch if the counts received differ from those expected
+        (``me``: this rank in the group)."""
+        if self.expected is not None and recv.tobytes() != self.expected:
+            self.mismatch(recv, me)
+
+    def mismatch(self, recv: Any, me: int) -> None:
+        want = _frombuffer(self.expected, _int64)
+        got = [int(c) for c in recv]
+        bad = [(j, got[j], int(want[j])) for j in range(len(got)) if got[j] != want[j]]
+        said = "; ".join(self.says.format(peer=j, me=me, got=g, want=w, root=self.root) for j, g, w in bad)
+        raise torch_flavoured(SizeMismatch)(
+            f"{self.op}: the ranks disagree on sizes: {said}. The output of rank {me} is "
+            "not what the call asked for (MPI may have cut a message short or left part "
+            "of the output unwritten); every rank must pass sizes that match its peers'")
+
+
+def exchange(op: str, pg: Any, scounts: list[int], rcounts: list[int], what: str) -> Any:
+    """The counts an exchange carries beside its data (:mod:`._sizes`): this rank's
+    send counts, each peer's compared with ``rcounts``; None with one rank, or off."""
+    if pg._size == 1 or not sizes_on():
+        return None
+    return Sizes(op, "Ialltoall", scounts, pg._size, rcounts,
+                 "rank {peer} sends {got} elements to rank {me}, whose " + what +
+                 " holds {want} for it")
+
+
+
+_SIZES: dict[tuple, Any] = {}
+_SIZES_MAX = 1024
+
+
+def rooted(name: str, pg: Any, root: int, gathering: bool, mine: int,
+                  counts: Any) -> Sizes | None:
+    """The counts a gather sends to its root, compared there with ``counts`` (the sizes
+    of gather_list), or a scatter's root sends out (``counts``: scatter_list's), each
+    rank comparing its own with ``mine``, its tensor's size (:mod:`._sizes`); kept
+    per sizes. ``counts`` is None off the root."""
+    if pg._size == 1 or not sizes_on():
+        return None
+    key = (name, pg._size, pg._rank, root, mine, *(counts or ()))
+    found = _SIZES.get(key)
+    if found is None:
+        if len(_SIZES) >= _SIZES_MAX:
+            _SIZES.clear()
+        found = _SIZES[key] = Sizes(
+            name, "Igather", [mine], 0 if counts is None else pg._size, counts,
+            "rank {peer} sends {got} elements, and gather_list[{peer}] on the root (rank "
+            "{me}) holds {want}", root) if gathering else Sizes(
+            name, "Iscatter", counts, 1, [mine], "the root (rank {root}) sends {got} "
+            "elements in scatter_list[{me}], and tensor on rank {me} holds {want}", root)
+    return found
+
+
+def sizes_on() -> bool:
+    """Whether calls carry their counts (not with ``MPICOLL_CHECK=0``)."""
+    return _env.settings().sizes

@@ -1,0 +1,61 @@
+"""[3] A blocking call's wait, where it is more than one request's: the data's beside
+its counts (:mod:`._sizes`), and a wait that an interrupt cut short."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .._describe import mpi_error
+from .._mpi import MPI
+from .._wait import wait_requests
+from .._work import Work
+from ._sizes import Sizes
+
+
+def interrupted(op: str, req: Any, group: Any, seq: int, args: tuple,
+                 finalize: Callable[[], Any] | None = None, outputs: list[Any] | None = None,
+                 keep: Any = None) -> None:
+    """A blocking call's wait was interrupted (KeyboardInterrupt raised between its
+    Tests): MPI still owns the buffers, so the request becomes a pending Work (its
+    buffers kept alive; completed by a later wait on the group, or at exit), as if the
+    call had been made with ``async_op=True``."""
+    if req:  # still active (a completed request is MPI_REQUEST_NULL)
+        Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group, seq=seq)
+
+
+def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Sizes,
+                finalize: Callable[[], Any] | None, async_op: bool,
+                outputs: list[Any] | None, keep: Any) -> Work | None:
+    """The rest of :func:`issue` once the data's request ``req`` is posted: post the
+    counts' collective beside it, wait for both (or return their Work), compare the
+    counts, then ``finalize``."""
+    comm, me = group.comm, group._rank
+    try:
+        creq, crecv = sizes.post(comm)
+    except MPI.Exception as e:
+        raise mpi_error(op, e, args) from e
+
+    def compared() -> None:
+        sizes.check(crecv, me)
+        if finalize is not None:
+            finalize()
+    if async_op:
+        return Work(op, [req, creq], compared, keep=(args, keep, crecv), outputs=outputs,
+                    group=group, seq=seq)
+    reqs = [req, creq]
+    try:
+        if not (req.Test() and creq.Test()):  # (Test of a completed request: True)
+            wait_requests(reqs, op, group, seq, args)
+    except MPI.Exception as e:
+        # an MPI that reports the mismatch itself (Open MPI: a truncated message): the
+        # counts, where they have arrived, say more
+        if not creq or creq.Test():
+            sizes.check(crecv, me)
+        raise mpi_error(op, e, args) from e
+    except BaseException:
+        interrupted(op, req, group, seq, args, None, outputs, keep)
+        raise
+    compared()
+    return None
+
