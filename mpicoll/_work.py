@@ -29,14 +29,17 @@ class Work:
     post-steps (AVG's divide, low-precision rounding) run at completion.
     """
 
-    __slots__ = ("_done", "_exc", "_finalize", "_keep", "_mem", "_n", "_on_status",
+    __slots__ = ("_done", "_exc", "_explain", "_finalize", "_keep", "_mem", "_n", "_on_status",
                  "_outputs", "_reqs", "_source", "group", "op", "peer", "seq")
 
     def __init__(self, op: str, reqs: list[Any], finalize: Callable[[], Any] | None = None,
                  keep: Any = None, outputs: list[Any] | None = None, group: Any = None,
                  seq: int = 0, on_status: Callable[[Any], int] | None = None,
-                 peer: int | None = None) -> None:
+                 peer: int | None = None, explain: Callable[[], Any] | None = None) -> None:
         self.op = op
+        # on an MPI error, called first: what it raises replaces MPI's error (the counts
+        # that explain a truncated message: _collectives/_sizes)
+        self._explain = explain
         self._reqs = reqs
         self._finalize = finalize
         self._keep = keep  # buffers MPI still uses: alive until completion
@@ -95,6 +98,12 @@ class Work:
             MEMORY.clear()
         if isinstance(e, MPI.Exception):
             e = mpi_error(self.op, e, self._keep)
+            if self._explain is not None:
+                try:
+                    self._explain()
+                except BaseException as better:
+                    better.__cause__ = e
+                    e = better
         self._exc = e
         self._finalize = self._keep = None
 

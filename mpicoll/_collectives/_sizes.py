@@ -7,7 +7,10 @@ no MPI reports a shorter one, whose tail is left unwritten. So each such call po
 second, small collective of counts right after its data, in the same order on every
 rank, and waits for both: the counts travel beside the data, not in a round trip
 before it. Once both are complete, a rank whose output would be wrong raises
-:class:`~mpicoll.errors.SizeMismatch`, naming the operation, the peer and both counts.
+:class:`~mpicoll.errors.SizeMismatch`, naming the operation, the peer and both counts:
+the receiver of a direct message (all_to_all, gather, scatter: an Ialltoall, Igather or
+Iscatter of counts), or every rank where MPI relays data between ranks (all_gather,
+reduce_scatter: :class:`Agreed`).
 
 ``MPICOLL_CHECK=0`` turns it off (every rank must agree on that setting, as on
 ``MPICOLL_CHECK=1``, whose signature comparison covers this and more).
@@ -23,7 +26,10 @@ from numpy import frombuffer as _frombuffer
 from numpy import int64 as _int64
 
 from .. import _env
+from .._mpi import MPI
 from ..errors import SizeMismatch, torch_flavoured
+
+_MAX = MPI.MAX
 
 
 class Sizes:
@@ -57,11 +63,49 @@ class Sizes:
         want = _frombuffer(self.expected, _int64)
         got = [int(c) for c in recv]
         bad = [(j, got[j], int(want[j])) for j in range(len(got)) if got[j] != want[j]]
-        said = "; ".join(self.says.format(peer=j, me=me, got=g, want=w, root=self.root) for j, g, w in bad)
+        said = "; ".join(self.says.format(peer=j, me=me, got=_elements(g), want=w,
+                                          root=self.root) for j, g, w in bad)
         raise torch_flavoured(SizeMismatch)(
             f"{self.op}: the ranks disagree on sizes: {said}. The output of rank {me} is "
             "not what the call asked for (MPI may have cut a message short or left part "
             "of the output unwritten); every rank must pass sizes that match its peers'")
+
+
+class Agreed(Sizes):
+    """The counts of a collective whose data MPI may relay through other ranks
+    (Allgatherv's rings and doublings, Reduce_scatter's halvings): one rank's wrong idea
+    of a size spoils what others receive, so every rank's list of sizes must be the same.
+    Its collective is an Iallreduce(MAX) of (sizes, -sizes): the greatest and least of
+    each size over the ranks, equal to this rank's on every rank exactly when all
+    agree; so every rank raises when any disagrees."""
+
+    __slots__ = ()
+
+    def __init__(self, op: str, counts: list[int], says: str) -> None:
+        both = [*counts, *(-c for c in counts)]
+        super().__init__(op, "Iallreduce", both, len(both), both, says)
+        self.root = _MAX  # (the argument after the buffers)
+
+    def mismatch(self, recv: Any, me: int) -> None:
+        n = self.n // 2
+        mine = _frombuffer(self.expected, _int64)[:n]
+        said = "; ".join(
+            self.says.format(peer=j, me=me, lo=-int(recv[n + j]), hi=int(recv[j]),
+                             want=int(mine[j]))
+            for j in range(n) if recv[j] != mine[j] or recv[n + j] != -mine[j])
+        raise torch_flavoured(SizeMismatch)(
+            f"{self.op}: the ranks disagree on sizes: {said}. MPI passes the data on "
+            "between ranks, so no rank's output can be trusted; every rank must pass the "
+            "same sizes")
+
+
+def agreed(op: str, pg: Any, counts: list[int], what: str) -> Agreed | None:
+    """The counts of an all_gather or reduce_scatter, which every rank must state alike
+    (:class:`Agreed`); None with one rank, or off."""
+    if pg._size == 1 or not sizes_on():
+        return None
+    return Agreed(op, counts, "the size of " + what + " is from {lo} to {hi} elements "
+                  "across the ranks ({want} on rank {me})")
 
 
 def exchange(op: str, pg: Any, scounts: list[int], rcounts: list[int], what: str) -> Any:
@@ -70,9 +114,8 @@ def exchange(op: str, pg: Any, scounts: list[int], rcounts: list[int], what: str
     if pg._size == 1 or not sizes_on():
         return None
     return Sizes(op, "Ialltoall", scounts, pg._size, rcounts,
-                 "rank {peer} sends {got} elements to rank {me}, whose " + what +
+                 "rank {peer} sends {got} to rank {me}, whose " + what +
                  " holds {want} for it")
-
 
 
 _SIZES: dict[tuple, Any] = {}
@@ -94,11 +137,15 @@ def rooted(name: str, pg: Any, root: int, gathering: bool, mine: int,
             _SIZES.clear()
         found = _SIZES[key] = Sizes(
             name, "Igather", [mine], 0 if counts is None else pg._size, counts,
-            "rank {peer} sends {got} elements, and gather_list[{peer}] on the root (rank "
+            "rank {peer} sends {got}, and gather_list[{peer}] on the root (rank "
             "{me}) holds {want}", root) if gathering else Sizes(
             name, "Iscatter", counts, 1, [mine], "the root (rank {root}) sends {got} "
-            "elements in scatter_list[{me}], and tensor on rank {me} holds {want}", root)
+            "in scatter_list[{me}], and tensor on rank {me} holds {want}", root)
     return found
+
+
+def _elements(n: int) -> str:
+    return f"{n} element" if n == 1 else f"{n} elements"
 
 
 def sizes_on() -> bool:

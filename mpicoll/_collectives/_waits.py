@@ -40,9 +40,16 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         sizes.check(crecv, me)
         if finalize is not None:
             finalize()
+    def explain() -> None:  # the data's request failed: what do the counts say?
+        try:  # (the peers posted theirs too: it completes)
+            if creq:
+                wait_requests([creq], op, group, seq, args)
+        except MPI.Exception:
+            return
+        sizes.check(crecv, me)
     if async_op:
         return Work(op, [req, creq], compared, keep=(args, keep, crecv), outputs=outputs,
-                    group=group, seq=seq)
+                    group=group, seq=seq, explain=explain)
     reqs = [req, creq]
     try:
         if not (req.Test() and creq.Test()):  # (Test of a completed request: True)
@@ -50,8 +57,7 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
     except MPI.Exception as e:
         # an MPI that reports the mismatch itself (Open MPI: a truncated message): the
         # counts, where they have arrived, say more
-        if not creq or creq.Test():
-            sizes.check(crecv, me)
+        explain()
         raise mpi_error(op, e, args) from e
     except BaseException:
         interrupted(op, req, group, seq, args, None, outputs, keep)

@@ -20,7 +20,7 @@ from ._call import exchange_key, issue, quick, quick_array, quick_exchange, quic
 from ._choices import gather_by_alltoallv
 from ._large import INT_MAX
 from ._layout import apart, displs, layout
-from ._sizes import Sizes, sizes_on
+from ._sizes import agreed
 from .all_to_all import _own_copy, _then
 
 
@@ -151,9 +151,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
                      "rank: expected {expected}, got {got}",
                      {"arg": f"tensor_list[{pg.my_rank}]", "t": "tensor"},
                      expected=tuple(src.shape), got=tuple(outs[pg.my_rank].shape))
-    sizes = None if n == 1 or not sizes_on() else Sizes(
-        name, "Iallgather", [src.numel], n, counts,
-        "rank {peer} sends {got} elements, and tensor_list[{peer}] on rank {me} holds {want}")
+    sizes = agreed(name, pg, counts, "tensor_list[{peer}] (rank {peer}'s tensor)")
     recv, staged = _pack.receive_area(outs, sum(counts))
     if staged:  # adjacent outputs are distinct by construction
         _validate.distinct_outputs(name, outs, "tensor_list")

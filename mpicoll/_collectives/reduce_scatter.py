@@ -17,7 +17,7 @@ from ._call import exchange_key, issue, quick, quick_array, quick_exchange
 from ._choices import block_reduce_scatter
 from ._large import INT_MAX
 from ._layout import apart, keep, layout, pack
-from ._sizes import exchange as exchange_sizes
+from ._sizes import agreed
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -138,7 +138,7 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     dt = mpi_datatype(recv.dtype)
     # the counts travel beside the data (_sizes); the same call on every rank even where
     # they disagree, which the block call's choice by local counts would not give
-    sizes = exchange_sizes(name, pg, counts, [dst.numel] * n, "output")
+    sizes = agreed(name, pg, counts, "input_list[{peer}] (the chunk for rank {peer})")
     if sizes is None and min(counts) == max(counts) and block_reduce_scatter(packed.nbytes):
         method, args = "Reduce_scatter_block", ([send, counts[0], dt], [recv, counts[0], dt],
                                                 p.mpi_op)

@@ -1,0 +1,218 @@
+"""Sizes that disagree across ranks, on the default path (no MPICOLL_CHECK): the mistakes
+of issue 33's table, each made by rank 1 against rank 0 (the other ranks call correctly).
+Every rank whose output the mistake makes wrong raises SizeMismatch naming the
+operation, the peer and both counts; where one rank can see the mistake alone (a slot
+of another shape), every rank raises before communicating, its outputs untouched. Each
+mistake is made twice: the second call takes the quick path where there is one.
+Through mpicoll, its torch backend and its Paddle face; the MPICOLL_CHECK=0 escape
+hatch in a launched job.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _launch import run
+
+import mpicoll as dist
+from mpicoll.errors import ArgumentValueError, SizeMismatch
+
+MULTI = pytest.mark.mpi(min_size=2)  # a mistake needs two ranks
+SENTINEL = -7
+
+
+def _raises_on(ranks, rank, call, *match):
+    """``call()`` raises SizeMismatch (message holding every ``match``) on ``ranks`` only."""
+    if rank in ranks:
+        with pytest.raises(SizeMismatch) as e:
+            call()
+        for m in match:
+            assert m in str(e.value), str(e.value)
+    else:
+        call()
+
+
+def _a2a_single(rank, size, group, sent_to_0, async_op=False):
+    splits = [2] * size
+    if rank == 1:
+        splits[0] = sent_to_0
+    inp = np.arange(sum(splits), dtype=np.float32) + 100 * rank
+    out = np.full(2 * size, SENTINEL, np.float32)
+
+    def call():
+        work = dist.all_to_all_single(out, inp, [2] * size, splits, group=group,
+                                      async_op=async_op)
+        if work is not None:
+            work.wait()
+    return call, out
+
+
+@MULTI
+@pytest.mark.parametrize("sent", [3, 1], ids=["more", "fewer"])
+@pytest.mark.parametrize("async_op", [False, True])
+def test_all_to_all_single_uneven(sent, async_op, rank, size, group):
+    for _ in range(2):
+        call, out = _a2a_single(rank, size, group, sent, async_op)
+        _raises_on({0}, rank, call, "all_to_all_single", f"rank 1 sends {sent} element{'s' * (sent > 1)} to "
+                   "rank 0, whose output holds 2")
+        if rank != 0:  # every other exchange was right: rank j's rows for this rank
+            def sent_here(j):
+                sp = [2] * size
+                if j == 1:
+                    sp[0] = sent
+                lo = sum(sp[:rank])
+                return np.arange(lo, lo + 2, dtype=np.float32) + 100 * j
+            want = np.concatenate([sent_here(j) for j in range(size)])
+            np.testing.assert_array_equal(out, want)
+
+
+@MULTI
+@pytest.mark.parametrize("sent", [3, 1], ids=["longer", "shorter"])
+def test_all_to_all_list_of_separate_tensors(sent, rank, size, group):
+    for _ in range(2):
+        ins = [np.full(sent if (rank == 1 and j == 0) else 2, rank, np.int64)
+               for j in range(size)]
+        outs = [np.full(2, SENTINEL, np.int64) for _ in range(size)]
+        _raises_on({0}, rank, lambda: dist.all_to_all(outs, ins, group=group), "all_to_all",
+                   f"rank 1 sends {sent} element{'s' * (sent > 1)} to rank 0, whose "
+                   "output_tensor_list[1] "
+                   "holds 2")
+        if rank != 0:
+            for j, got in enumerate(outs):
+                np.testing.assert_array_equal(got, [j, j])
+
+
+@MULTI
+def test_all_gather_slots_of_another_shape_raise_everywhere_before_sending(rank, size, group):
+    slots = [np.full((3, 2), SENTINEL, np.float32) for _ in range(size)]
+    with pytest.raises(ArgumentValueError, match=r"tensor_list\[\d+\].*shape.*\(2, 3\)"):
+        dist.all_gather(slots, np.ones((2, 3), np.float32), group=group)
+    assert all((s == SENTINEL).all() for s in slots)
+    dist.barrier(group=group)  # every rank raised, so nothing was sent
+
+
+@MULTI
+def test_all_gather_sizes_that_differ_across_ranks(rank, size, group):
+    # MPI may pass all_gather's blocks on between ranks, so every rank raises
+    for _ in range(2):
+        mine = np.full(6 if rank == 1 else 4, rank, np.int32)
+        slots = [np.full(6 if j == 1 and rank != 0 else 4, SENTINEL, np.int32)
+                 for j in range(size)]  # rank 0 holds 4 for rank 1, which sends 6
+        _raises_on(range(size), rank, lambda: dist.all_gather(slots, mine, group=group),
+                   "all_gather", "the size of tensor_list[1] (rank 1's tensor) is from 4 to "
+                   f"6 elements across the ranks ({4 if rank == 0 else 6} on rank {rank})")
+
+
+@MULTI
+def test_gather_a_rank_sends_fewer(rank, size, group):
+    for _ in range(2):
+        mine = np.full(2 if rank == 1 else 3, rank, np.float64)
+        slots = [np.full(3, SENTINEL, np.float64) for _ in range(size)] if rank == 0 else None
+        _raises_on({0}, rank, lambda: dist.gather(mine, slots, group_dst=0, group=group),
+                   "gather", "rank 1 sends 2 elements, and gather_list[1] on the root "
+                   "(rank 0) holds 3")
+
+
+@MULTI
+def test_scatter_the_root_sends_fewer(rank, size, group):
+    for _ in range(2):
+        parts = [np.full(1 if j == 1 else 2, j, np.int64) for j in range(size)] \
+            if rank == 0 else None
+        mine = np.full(2, SENTINEL, np.int64)
+        _raises_on({1}, rank, lambda: dist.scatter(mine, parts, group_src=0, group=group),
+                   "scatter", "the root (rank 0) sends 1 element in scatter_list[1], and "
+                   "tensor on rank 1 holds 2")
+        if rank != 1:
+            np.testing.assert_array_equal(mine, [rank, rank])
+
+
+@MULTI
+def test_reduce_scatter_a_chunk_is_shorter(rank, size, group):
+    for _ in range(2):
+        chunks = [np.ones(3 if (rank == 1 and j == 0) else 4, np.float32)
+                  for j in range(size)]
+        out = np.full(4, SENTINEL, np.float32)
+        _raises_on(range(size), rank, lambda: dist.reduce_scatter(out, chunks, group=group),
+                   "reduce_scatter", "the size of input_list[0] (the chunk for rank 0) is "
+                   f"from 3 to 4 elements across the ranks ({3 if rank == 1 else 4} on rank "
+                   f"{rank})")
+
+
+@MULTI
+def test_through_the_torch_backend(rank, size):
+    torch = pytest.importorskip("torch")
+    import torch.distributed as tdist
+
+    import mpicoll.torch  # noqa: F401  (registers the backend)
+
+    tdist.init_process_group("mpicoll")
+    try:
+        splits = [2] * size
+        if rank == 1:
+            splits[0] = 3
+        inp = torch.arange(sum(splits), dtype=torch.float32)
+        out = torch.zeros(2 * size)
+        _raises_on({0}, rank, lambda: tdist.all_to_all_single(out, inp, [2] * size, splits),
+                   "rank 1 sends 3 elements to rank 0")
+        # the torch flavour: code written for NCCL catches it as DistBackendError
+        if rank == 0:
+            with pytest.raises(tdist.DistBackendError):
+                tdist.all_to_all_single(out, inp, [2] * size, splits)
+        else:
+            tdist.all_to_all_single(out, inp, [2] * size, splits)
+        outs = [torch.zeros(2) for _ in range(size)]
+        ins = [torch.ones(3 if rank == 1 and j == 0 else 2) for j in range(size)]
+        _raises_on({0}, rank, lambda: tdist.all_to_all(outs, ins), "all_to_all")
+    finally:
+        tdist.destroy_process_group()
+
+
+@MULTI
+def test_through_the_paddle_face(rank, size):
+    pytest.importorskip("paddle")
+    import _frameworks as frameworks
+
+    import mpicoll.paddle as pdist
+
+    P = frameworks.get("paddle")
+    splits = [2] * size
+    if rank == 1:
+        splits[0] = 1
+    inp = P.tensor(np.arange(sum(splits), dtype=np.float32), "float32")
+    out = P.tensor(np.zeros(2 * size, np.float32), "float32")
+    _raises_on({0}, rank, lambda: pdist.alltoall_single(out, inp, splits, [2] * size),
+               "all_to_all_single", "rank 1 sends 1 element to rank 0")
+    chunks = [P.tensor(np.ones(3 if rank == 1 and j == 0 else 4, np.float32), "float32")
+              for j in range(size)]
+    got = P.tensor(np.zeros(4, np.float32), "float32")
+    _raises_on(range(size), rank, lambda: pdist.reduce_scatter(got, chunks), "reduce_scatter",
+               "the size of input_list[0]")
+
+
+_UNCHECKED = """
+import numpy as np, mpicoll as dist
+rank, size = dist.get_rank(), dist.get_world_size()
+splits = [2] * size
+if rank == 1:
+    splits[0] = 3
+out = np.zeros(2 * size, np.float32)
+dist.all_to_all_single(out, np.arange(sum(splits), dtype=np.float32), [2] * size, splits)
+print(f"rank {rank} returned", flush=True)
+"""
+
+
+@pytest.mark.spawn
+def test_check_0_turns_it_off():
+    # what MPICOLL_CHECK=0 gives up: the same mistake passes unreported on MPICH, whose
+    # Ialltoallv truncates silently (an MPI that reports it raises MPIError instead)
+    import mpicoll._start as start
+
+    res = run(2, ["-c", _UNCHECKED], timeout=60, MPICOLL_CHECK="0")
+    if start.is_mpich():
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "rank 0 returned" in res.stdout and "SizeMismatch" not in res.stderr
+    else:
+        assert "SizeMismatch" not in res.stdout + res.stderr
+    res = run(2, ["-c", _UNCHECKED], timeout=60)  # the default: rank 0 raises, and the job ends
+    assert res.returncode != 0
+    assert "SizeMismatch" in res.stderr and "rank 1 sends 3 elements to rank 0" in res.stderr
