@@ -59,6 +59,13 @@ def wait_requests(reqs: list[Any], op: str, group: Any, seq: int, args: Any,
         for _ in _polling.spin:
             if test(status):
                 return
+    elif len(reqs) == 2 and status is None:
+        # the same for data beside its counts (_collectives/_sizes): each Test, never
+        # Testall (see above); a completed request tests True again
+        first, second = reqs[0].Test, reqs[1].Test
+        for _ in _polling.spin:
+            if first() and second():
+                return
     token = watched.begin(op, group, seq, args, timeout_for(group), peer)
     try:
         if status is not None:

@@ -12,6 +12,9 @@ Importing sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and
 rank already has values that agree with MPI, so torch's default ``env://``
 rendezvous finds its store with no user setup. ``init_method="mpi://"`` does the
 same without the environment.
+
+``serve_as_mpi()`` (or ``MPICOLL_SERVE_AS_MPI=1``) also serves torch's own name "mpi",
+for libraries that pick it when ``torch.distributed.is_mpi_available()``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from .._process_group import birth as _birth
 from .._start import mpi
 from ._backend import MpicollProcessGroup
 
-__all__ = ["MpicollProcessGroup", "init_process_group"]
+__all__ = ["MpicollProcessGroup", "init_process_group", "serve_as_mpi"]
 
 _world: _Group | None = None
 
@@ -138,5 +141,10 @@ def init_process_group(**kwargs: Any) -> None:
 
 
 dist.Backend.register_backend("mpicoll", _create, extended_api=True, devices=["cpu"])
+
+from ._as_mpi import from_environment as _from_environment  # noqa: E402
+from ._as_mpi import serve_as_mpi  # noqa: E402
+
+_from_environment()
 sys.modules["torch.distributed.rendezvous"].register_rendezvous_handler("mpi", _mpi_rendezvous)
 _export_env()
