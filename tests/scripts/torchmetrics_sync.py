@@ -21,11 +21,13 @@ def data(r):
             torch.randint(0, 4, (n,), generator=g), torch.randn(n, 4, generator=g))
 
 
-def metrics():
-    return MeanSquaredError(), MulticlassAccuracy(num_classes=4, average="micro"), CatMetric()
+def metrics(sync):
+    kw = {"sync_on_compute": sync}
+    return (MeanSquaredError(**kw), MulticlassAccuracy(num_classes=4, average="micro", **kw),
+            CatMetric(**kw))
 
 
-synced, local = metrics(), metrics()
+synced, local = metrics(True), metrics(False)  # the reference: every rank's data, unsynced
 for r in range(size):
     p, t, labels, logits = data(r)
     for ms, mine in ((local, True), (synced, r == rank)):
