@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._env import as_seconds
 from ._process_group import (
     NON_GROUP_MEMBER,
     ProcessGroup,
@@ -17,6 +18,7 @@ from ._process_group import (
 )
 from ._progress import drain
 from ._start import mpi
+from .errors import ArgumentValueError as _Value
 
 
 def init_process_group(backend: str | None = None, init_method: str | None = None,
@@ -123,3 +125,20 @@ def get_global_rank(group: Any, group_rank: int) -> int:
     if pg is None:
         raise ValueError("get_global_rank: this rank is not a member of the group")
     return pg.ranks[pg.check_group_rank(group_rank, "get_global_rank", "group_rank")]
+
+
+def set_timeout(timeout: Any, group: Any = None) -> None:
+    """Set ``group``'s timeout for its future operations (the watchdog's limit), as
+    torch 2.15's ``set_timeout``: seconds or ``datetime.timedelta``."""
+    pg = resolve(group, "set_timeout")
+    if pg is None:
+        raise ValueError("set_timeout: Invalid process group specified (this rank is not "
+                         "a member)")
+    try:
+        secs = as_seconds(timeout)
+    except (TypeError, ValueError):
+        secs = None
+    if secs is None or not secs > 0:
+        raise _Value("set_timeout", "bad_timeout", "{arg} must be a positive duration "
+                     "(seconds or timedelta), got {got}", {"arg": "timeout"}, got=timeout)
+    pg.timeout = secs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from ._process_group import (
@@ -143,3 +144,63 @@ def get_pg_count() -> int:
     torch counts them: every new_group/split_group call, member or not; destroying one
     group does not lower it, destroying them all (``destroy_process_group()``) resets it."""
     return (_State.default is not None) + _State.created
+
+
+SHRINK_DEFAULT = 0
+SHRINK_ABORT = 1
+
+
+def shrink_group(ranks_to_exclude: list[int], group: Any = None,
+                 shrink_flags: int = SHRINK_DEFAULT, pg_options: Any = None) -> ProcessGroup:
+    """A new group of ``group``'s ranks less ``ranks_to_exclude`` (group ranks).
+
+    Call it on the ranks that stay, and only there: the new communicator is made by
+    them alone (``MPI_Comm_create_group``), so an excluded rank takes no part and may
+    be busy, or gone. If the default group is shrunk, the new group becomes the default
+    (``group=None``, ``WORLD``); other groups stay usable, unlike torch's, which
+    destroys them. ``SHRINK_ABORT`` is refused: MPI has no way to cancel a collective
+    in flight on the old group.
+    """
+    name = "shrink_group"
+    pg = resolve(group, name)
+    if pg is None:
+        raise RuntimeError(f"{name}: this rank is not in the group to shrink")
+    if shrink_flags not in (SHRINK_DEFAULT, SHRINK_ABORT):
+        raise _Value(name, "bad_flags", "{arg} must be SHRINK_DEFAULT (0) or SHRINK_ABORT "
+                     "(1), got {got}", {"arg": "shrink_flags"}, got=shrink_flags)
+    if shrink_flags == SHRINK_ABORT:
+        raise _Value(name, "no_abort", "{arg}=SHRINK_ABORT needs a way to cancel the "
+                     "group's collectives in flight, which MPI does not have",
+                     {"arg": "shrink_flags"}, got=shrink_flags)
+    n = pg.nranks
+    out = list(ranks_to_exclude) if isinstance(ranks_to_exclude, (list, tuple)) else None
+    if not out:
+        raise _Value(name, "empty", "{arg} must be a non-empty list of group ranks",
+                     {"arg": "ranks_to_exclude"}, got=ranks_to_exclude)
+    for r in out:
+        _check_int(r, name, "ranks_to_exclude")
+        if not 0 <= r < n:
+            raise _Value(name, "out_of_range", "{arg} must hold ranks of the group, in "
+                         "[0, {expected}), got {got}", {"arg": "ranks_to_exclude"},
+                         expected=n, got=r)
+    if len(set(out)) != len(out) or len(out) >= n:
+        raise _Value(name, "bad_set", "{arg} must be distinct and leave a rank, got {got}",
+                     {"arg": "ranks_to_exclude"}, got=out)
+    if pg.my_rank in out:
+        raise RuntimeError(f"{name}: group rank {pg.my_rank} is excluded, and only the "
+                           "ranks that stay may call it")
+    stay = [r for r in range(n) if r not in out]
+    parent = pg.comm.Get_group()
+    sub = parent.Incl(stay)
+    # a tag of its own: only the staying ranks call this, so _State.created (which
+    # every rank counts alike for new_group) is left alone
+    tag = 32000 + zlib.crc32(repr((pg.ranks, stay)).encode()) % 700
+    comm = pg.comm.Create_group(sub, tag=tag)
+    sub.Free()
+    parent.Free()
+    new = ProcessGroup(comm, [pg.ranks[r] for r in stay], name=f"{pg.name}-shrunk",
+                       desc=pg.desc, timeout=pg.timeout)
+    _State.groups.append(new)
+    if pg is _State.default:
+        _State.default = new
+    return new

@@ -119,6 +119,7 @@ def exchange(op: str, pg: Any, scounts: list[int], rcounts: list[int], what: str
 
 
 _SIZES: dict[tuple, Any] = {}
+_SLOT = {"gather_single": "gather_tensor's block {peer}"}
 _SIZES_MAX = 1024
 
 
@@ -137,8 +138,8 @@ def rooted(name: str, pg: Any, root: int, gathering: bool, mine: int,
             _SIZES.clear()
         found = _SIZES[key] = Sizes(
             name, "Igather", [mine], 0 if counts is None else pg._size, counts,
-            "rank {peer} sends {got}, and gather_list[{peer}] on the root (rank "
-            "{me}) holds {want}", root) if gathering else Sizes(
+            "rank {peer} sends {got}, and " + _SLOT.get(name, "gather_list[{peer}]") +
+            " on the root (rank {me}) holds {want}", root) if gathering else Sizes(
             name, "Iscatter", counts, 1, [mine], "the root (rank {root}) sends {got} "
             "in scatter_list[{me}], and tensor on rank {me} holds {want}", root)
     return found

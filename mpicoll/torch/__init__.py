@@ -135,6 +135,11 @@ def _export_env() -> None:
     local.Free()
 
 
+def registered() -> None:
+    """torch's ``torch.distributed.backends`` entry point (torch >= 2.14): loading it
+    imported this module, which registered the backend; nothing is left to do."""
+
+
 def init_process_group(**kwargs: Any) -> None:
     """``torch.distributed.init_process_group("mpicoll", **kwargs)``."""
     dist.init_process_group("mpicoll", **kwargs)

@@ -135,6 +135,16 @@ class MpicollProcessGroup(GroupNames, dist.ProcessGroup):
                   {"group_dst": root}) for o, i in pairs]
         return self._run(calls, _flat(output_tensors), opts)
 
+    def gather_single(self, output: Any, input: Any, opts: Any = None) -> Any:
+        """torch 2.15's gather_single: ``output`` is an empty placeholder off the root."""
+        root = opts.rootRank if opts is not None else 0
+        out = output if self._group.rank() == root else None
+        return self._one(mpicoll.gather_single, (input, out), [output], opts, group_dst=root)
+
+    def set_timeout(self, timeout: Any) -> None:
+        """torch 2.15's ``set_timeout(timeout, group)`` lands here."""
+        mpicoll.set_timeout(timeout, self._group)
+
     def scatter(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
         outs = _tensors(output_tensors)
         root = opts.rootRank if opts is not None else 0
