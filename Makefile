@@ -18,7 +18,8 @@ OMPI    := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 # tests that launch their own jobs (tests/_launch.py) use the same launcher
 export MPIEXEC
 
-.PHONY: venv example test test-lane test-mpich test-openmpi test-multihost test-large \
+.PHONY: venv example test test-lane test-mpich test-openmpi test-torch-newest test-multihost \
+        test-large \
         bench bench-overhead docs clean
 
 venv: $(VENV)/.installed
@@ -37,7 +38,7 @@ example: venv
 ## multi-host lane (reported as skipped where the machine cannot make namespaces),
 ## the Slurm lane (skipped, visibly, where it cannot run: not root, no packages),
 ## and the docs build (warnings are errors).
-test: test-mpich test-openmpi test-multihost test-slurm docs
+test: test-mpich test-openmpi test-torch-newest test-multihost test-slurm docs
 
 ## One MPI's suite: 1 rank (includes the tests that launch their own mpiexec jobs),
 ## then 2 and 4 ranks (4 ranks on 2 cores is oversubscribed, which must work).
@@ -52,6 +53,27 @@ test-mpich:
 test-openmpi:
 	$(OMPI) $(MAKE) test-lane VENV=.venv-ompi EXTRAS=openmpi,torch,paddle,jax,test,libraries \
 		MPIEXEC="$(CURDIR)/.venv-ompi/bin/mpiexec --oversubscribe"
+
+## The torch-facing tests on the newest torch on the registry (a CUDA build that runs on
+## the CPU, ~5.5 GB, installed without pip's cache), in a venv of its own, at 1 and 2
+## ranks: the backend (DDP included), torch's names and signatures, the new calls, the
+## entry point, and no FutureWarning or DeprecationWarning from mpicoll.
+TORCH_NEWEST ?= 2.15.0
+TVENV        := .venv-torch-newest
+TORCH_TESTS  := tests/test_torch_backend.py tests/test_torch_complete.py \
+                tests/test_signatures.py tests/test_torch_warnings.py tests/test_new_calls.py \
+                tests/test_size_mismatch.py
+test-torch-newest:
+	test -x $(TVENV)/bin/python || $(PYTHON) -m venv $(TVENV)
+	$(TVENV)/bin/python -m pip install -q --no-cache-dir -e '.[mpich,test]' \
+		'torch==$(TORCH_NEWEST)'
+	$(TVENV)/bin/python -c "import torch; assert torch.__version__.startswith('$(TORCH_NEWEST)'), torch.__version__"
+	for n in 1 2; do \
+		MPIEXEC=$(CURDIR)/$(TVENV)/bin/mpiexec MPICOLL_TEST_FRAMEWORKS=numpy,torch \
+		timeout $(TIMEOUT) $(TVENV)/bin/mpiexec -n $$n \
+			$(TVENV)/bin/python -m pytest -q -x --with-mpi -p no:cacheprovider \
+			--capture=tee-sys $(TORCH_TESTS) || exit 1; \
+	done
 
 test-%: venv
 	timeout $(TIMEOUT) $(MPIEXEC) -n $* $(PYTEST) tests

@@ -24,14 +24,20 @@ from .errors import ArgumentValueError as _Value
 def init_process_group(backend: str | None = None, init_method: str | None = None,
                        timeout: Any = None, world_size: int = -1, rank: int = -1,
                        store: Any = None, group_name: str = "", pg_options: Any = None,
-                       device_id: Any = None, _ranks: list[int] | None = None) -> None:
+                       device_id: Any = None, _ranks: list[int] | None = None,
+                       enable_reconfigure: bool = False) -> None:
     """Initialise the default group over MPI's COMM_WORLD.
 
     Optional: MPI is initialised on first use anyway. ``backend``,
     ``init_method``, ``store``, ``pg_options`` and ``device_id`` are accepted for
     compatibility and not used: MPI itself (``mpiexec``) decides ranks and
     transport. ``world_size`` and ``rank``, if given, must agree with MPI.
+    ``enable_reconfigure`` (torch 2.15) must stay False: MPI's world is fixed at launch.
     """
+    if enable_reconfigure:
+        raise _Value("init_process_group", "reconfigure", "{arg}=True (a default group "
+                     "that can be reconfigured later) is not possible over MPI, whose world "
+                     "is fixed at launch", {"arg": "enable_reconfigure"}, got=True)
     if _State.explicit:
         raise ValueError("init_process_group: trying to initialize the default process "
                          "group twice")

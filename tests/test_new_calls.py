@@ -94,3 +94,18 @@ def test_shrink_the_default_group():
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     for line in ("rank 2: left out", "rank 0: shrunk, sum 3.0", "rank 1: shrunk, sum 3.0"):
         assert line in res.stdout, res.stdout
+
+
+
+def test_weights_only_is_refused_before_communicating(rank, size, group):
+    got = [None] * size
+    for call in (lambda: dist.all_gather_object(got, rank, group=group, weights_only=True),
+                 lambda: dist.broadcast_object_list([1], group_src=0, group=group,
+                                                    weights_only=True),
+                 lambda: dist.gather_object(rank, got if rank == 0 else None, group_dst=0,
+                                            group=group, weights_only=True)):
+        with pytest.raises(ArgumentValueError, match="weights_only=True is not supported"):
+            call()
+    assert got == [None] * size
+    dist.all_gather_object(got, rank, group=group, weights_only=False)
+    assert got == list(range(size))

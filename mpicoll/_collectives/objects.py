@@ -19,6 +19,17 @@ from ._validate import peer as _peer
 from ._validate import root as _root
 
 
+def _weights_only(op: str, weights_only: bool) -> None:
+    """torch 2.15's ``weights_only=True`` (unpickle with an allowlist) is refused: mpi4py
+    unpickles what arrives inside its own call, with its process-wide pickle, so mpicoll
+    cannot restrict it for one call without touching every other caller's."""
+    if weights_only:
+        raise _Value(op, "weights_only", "{arg}=True is not supported: mpi4py unpickles "
+                     "received objects itself; exchange tensors or numpy arrays instead "
+                     "of objects from peers you do not trust", {"arg": "weights_only"},
+                     got=True)
+
+
 def _list(op: str, xs: Any, name: str) -> None:
     if not isinstance(xs, list):
         raise _Type(op, "type", "{arg} must be a list, got {got}", {"arg": name},
@@ -43,7 +54,8 @@ def call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = None
         watched.end(token)
 
 
-def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> None:
+def all_gather_object(object_list: list[Any], obj: Any, group: Any = None,
+                      weights_only: bool = False) -> None:
     """Gather a picklable ``obj`` from every rank into ``object_list`` (len = group size)."""
     name = "all_gather_object"
     pg = resolve(group, name)
@@ -54,11 +66,13 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
         raise _Value(name, "length", "{arg} must have one entry per rank: expected "
                      "{expected}, got {got}", {"arg": "object_list"}, expected=pg.nranks,
                      got=len(object_list))
+    _weights_only(name, weights_only)
     object_list[:] = call(name, pg, pg.comm.allgather, obj)
 
 
 def broadcast_object_list(object_list: list[Any], src: int | None = None, group: Any = None,
-                          device: Any = None, group_src: int | None = None) -> None:
+                          device: Any = None, group_src: int | None = None,
+                          weights_only: bool = False) -> None:
     """Replace ``object_list``'s entries with the source rank's, in place."""
     name = "broadcast_object_list"
     pg = resolve(group, name)
@@ -68,7 +82,9 @@ def broadcast_object_list(object_list: list[Any], src: int | None = None, group:
     if src is None and group_src is None:
         src = 0
     root = _root(pg, name, src, group_src, "src", "group_src")
-    got = call(name, pg, pg.comm.bcast, object_list if pg.my_rank == root else None, root=root)
+    _weights_only(name, weights_only)
+    got = call(name, pg, pg.comm.bcast, object_list if pg.my_rank == root else None,
+               root=root)
     if len(got) != len(object_list):
         raise _Value(name, "length", "{arg} must have the source's length: expected "
                      "{expected}, got {got}", {"arg": "object_list"}, expected=len(got),
@@ -78,7 +94,7 @@ def broadcast_object_list(object_list: list[Any], src: int | None = None, group:
 
 def gather_object(obj: Any, object_gather_list: list[Any] | None = None,
                   dst: int | None = None, group: Any = None,
-                  group_dst: int | None = None) -> None:
+                  group_dst: int | None = None, weights_only: bool = False) -> None:
     """Gather ``obj`` from every rank into ``object_gather_list`` on the destination."""
     name = "gather_object"
     pg = resolve(group, name)
@@ -98,6 +114,7 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None,
         raise _Value(name, "off_root", "{arg} must be given on the destination rank only "
                      "(group rank {expected}); this is group rank {got}",
                      {"arg": "object_gather_list"}, expected=root, got=pg.my_rank)
+    _weights_only(name, weights_only)
     got = call(name, pg, pg.comm.gather, obj, root=root)
     if pg.my_rank == root:
         object_gather_list[:] = got  # type: ignore[index]
@@ -106,7 +123,7 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None,
 def scatter_object_list(scatter_object_output_list: list[Any],
                         scatter_object_input_list: list[Any] | None = None,
                         src: int | None = None, group: Any = None,
-                        group_src: int | None = None) -> None:
+                        group_src: int | None = None, weights_only: bool = False) -> None:
     """Give rank j ``scatter_object_input_list[j]`` in ``scatter_object_output_list[0]``."""
     name = "scatter_object_list"
     pg = resolve(group, name)
@@ -127,6 +144,7 @@ def scatter_object_list(scatter_object_output_list: list[Any],
                          "{expected}, got {got}", {"arg": "scatter_object_input_list"},
                          expected=pg.nranks, got=len(scatter_object_input_list))
     payload = scatter_object_input_list if pg.my_rank == root else None
+    _weights_only(name, weights_only)
     scatter_object_output_list[0] = call(name, pg, pg.comm.scatter, payload, root=root)
 
 
@@ -136,7 +154,7 @@ def _p2p_group(op: str, group: Any) -> ProcessGroup | None:
 
 def send_object_list(object_list: list[Any], dst: int | None = None, group: Any = None,
                      device: Any = None, group_dst: int | None = None,
-                     use_batch: bool = False) -> None:
+                     use_batch: bool = False, weights_only: bool = False) -> None:
     """Send a list of picklable objects to ``dst``."""
     name = "send_object_list"
     pg = _p2p_group(name, group)
@@ -150,7 +168,7 @@ def send_object_list(object_list: list[Any], dst: int | None = None, group: Any 
 
 def recv_object_list(object_list: list[Any], src: int | None = None, group: Any = None,
                      device: Any = None, group_src: int | None = None,
-                     use_batch: bool = False) -> int:
+                     use_batch: bool = False, weights_only: bool = False) -> int:
     """Receive a list of objects into ``object_list`` (same length); returns the sender."""
     name = "recv_object_list"
     pg = _p2p_group(name, group)
@@ -160,8 +178,9 @@ def recv_object_list(object_list: list[Any], src: int | None = None, group: Any 
     source = MPI.ANY_SOURCE if src is None and group_src is None else _peer(
         pg, name, src, group_src, "src", "group_src")
     status = MPI.Status()
+    _weights_only(name, weights_only)
     got = call(name, pg, pg.comm.recv, source=source, tag=_tags.objects(),
-                status=status, peer=source)
+               status=status, peer=source)
     src = status.Get_source()
     pg.received[src] = pg.received.get(src, 0) + 1
     if len(got) != len(object_list):

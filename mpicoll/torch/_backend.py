@@ -135,6 +135,13 @@ class MpicollProcessGroup(GroupNames, dist.ProcessGroup):
                   {"group_dst": root}) for o, i in pairs]
         return self._run(calls, _flat(output_tensors), opts)
 
+    def _get_backend(self, device: Any) -> Any:
+        """torch 2.15's batch_isend_irecv asks the group for its device's backend (to see
+        whether it coalesces): this group is its own backend, for every device."""
+        return self
+
+    supports_coalescing = False
+
     def gather_single(self, output: Any, input: Any, opts: Any = None) -> Any:
         """torch 2.15's gather_single: ``output`` is an empty placeholder off the root."""
         root = opts.rootRank if opts is not None else 0
