@@ -58,19 +58,3 @@ def test_torchmetrics_sync_with_uneven_samples():
     out = _job("torchmetrics_sync.py")
     assert "rank 0: torchmetrics ok" in out and "rank 1: torchmetrics ok" in out, out
 
-
-@pytest.mark.parametrize("how", ["call", "env"])
-def test_torch_mpi_name_served_by_mpicoll(how):
-    # 3 ranks: the subgroup [0, 1] leaves one rank out
-    res = run(3, ["tests/scripts/serve_as_mpi.py", how], timeout=180,
-              **({"MPICOLL_SERVE_AS_MPI": "1"} if how == "env" else {}))
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
-    for r in range(3):
-        assert f"rank {r}: mpi over mpicoll ok" in res.stdout, res.stdout
-
-
-def test_the_stand_in_is_opt_in():
-    res = run(2, ["-c", "import torch.distributed as d, mpicoll.torch; "
-                  "print('available', d.is_mpi_available())"], timeout=120)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert res.stdout.count("available False") == 2, res.stdout

@@ -27,7 +27,7 @@ import torch.distributed.distributed_c10d as c10d
 from .._env import flag
 
 # what serve_as_mpi relies on in torch's distributed_c10d
-_NEEDS = ("ProcessGroupMPI.create(global_ranks_in_group)", "is_mpi_available()")
+_NEEDS = ("ProcessGroupMPI.create(", "is_mpi_available()")
 
 
 class _AsMPI:
@@ -71,16 +71,16 @@ def serve_as_mpi() -> None:
             "mpicoll.torch.serve_as_mpi: this torch has its own MPI backend, which "
             "serve_as_mpi would hide; use init_process_group('mpi') as it is, or "
             "init_process_group('mpicoll')")
-    try:
-        source = inspect.getsource(c10d._new_process_group_helper) + inspect.getsource(
-            c10d.is_mpi_available)
+    try:  # torch 2.13 calls it from _new_process_group_helper, 2.15 from the creator
+        # that its "mpi" entry point registers: either way by the module's global name
+        source = inspect.getsource(c10d)
+        available = inspect.getsource(c10d.is_mpi_available)
     except (AttributeError, OSError, TypeError) as e:
         raise RuntimeError(f"mpicoll.torch.serve_as_mpi: cannot read torch {torch.__version__}'s "
                            f"process group code ({e}); use init_process_group('mpicoll')") from e
-    missing = [s for s in _NEEDS if s not in source] + \
-        [n for n in ("_MPI_AVAILABLE",) if not hasattr(c10d, n)]
-    if "_MPI_AVAILABLE" not in source:
-        missing.append("is_mpi_available reading _MPI_AVAILABLE")
+    missing = [s for s in _NEEDS if s not in source]
+    if "return _MPI_AVAILABLE" not in available or not hasattr(c10d, "_MPI_AVAILABLE"):
+        missing.append("is_mpi_available returning _MPI_AVAILABLE")
     if missing:
         raise RuntimeError(
             f"mpicoll.torch.serve_as_mpi: torch {torch.__version__} builds its 'mpi' backend "
