@@ -22,57 +22,17 @@ from __future__ import annotations
 import os
 import socket
 import sys
-import zlib
 from datetime import timedelta
 from typing import Any
 
 import torch.distributed as dist
 import torch.distributed.rendezvous  # noqa: F401  (the module; dist.rendezvous is a function)
 
-from .._process_group import ProcessGroup as _Group
-from .._process_group import birth as _birth
 from .._start import mpi
 from ._backend import MpicollProcessGroup
+from ._create import _create
 
 __all__ = ["MpicollProcessGroup", "init_process_group", "serve_as_mpi"]
-
-_world: _Group | None = None
-
-
-def _world_group() -> _Group:
-    """The backend's own duplicate of COMM_WORLD (kept apart from mpicoll's WORLD)."""
-    global _world
-    if _world is None or _world.comm is None:
-        world = mpi().COMM_WORLD
-        _birth(world)  # the departure channel and how blocking calls wait, if not yet
-        _world = _Group(world.Dup(), list(range(world.Get_size())), name="torch-world")
-    return _world
-
-
-def _create(dist_opts: Any, backend_opts: Any) -> MpicollProcessGroup:
-    world = _world_group()
-    ranks = list(dist_opts.global_ranks_in_group)
-    if not ranks:  # the default group
-        if dist_opts.group_size != world.size() or dist_opts.group_rank != world.rank():
-            raise ValueError(
-                f"mpicoll backend: torch was given world_size={dist_opts.group_size}, "
-                f"rank={dist_opts.group_rank}, but MPI has world size {world.size()} and "
-                f"rank {world.rank()}: launch with `mpiexec -n {dist_opts.group_size}` and "
-                "leave rank/world_size to MPI")
-        comm, ranks = world.comm.Dup(), list(range(world.size()))
-    else:
-        parent = world.comm.Get_group()
-        sub = parent.Incl(ranks)
-        tag = zlib.crc32(repr(ranks).encode()) % 32768
-        comm = world.comm.Create_group(sub, tag=tag)
-        sub.Free()
-        parent.Free()
-    group = _Group(comm, ranks, name=str(dist_opts.group_id), timeout=dist_opts.timeout)
-    if group.rank() != dist_opts.group_rank or group.size() != dist_opts.group_size:
-        raise ValueError(f"mpicoll backend: group rank/size {group.rank()}/{group.size()} "
-                         f"disagree with torch's {dist_opts.group_rank}/{dist_opts.group_size}")
-    return MpicollProcessGroup(group, dist_opts.store)
-
 
 def _master() -> tuple[str, int]:
     """Rank 0's address and a free port on it, known to every rank (one bcast)."""

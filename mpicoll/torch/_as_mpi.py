@@ -25,6 +25,7 @@ import torch
 import torch.distributed.distributed_c10d as c10d
 
 from .._env import flag
+from ._create import _create, _world_group
 
 # what serve_as_mpi relies on in torch's distributed_c10d
 _NEEDS = ("ProcessGroupMPI.create(", "is_mpi_available()")
@@ -35,8 +36,6 @@ class _AsMPI:
 
     @staticmethod
     def create(ranks: list[int]) -> Any:
-        from . import _create, _world_group  # lazy: mpicoll.torch imports this module
-
         world = _world_group()
         ranks = list(ranks)
         members = ranks or list(range(world.size()))
