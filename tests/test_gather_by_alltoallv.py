@@ -74,3 +74,24 @@ def test_all_gather_into_tensor_in_place_and_strided(rank, size, group):
     t = np.zeros((N, size), np.float32).T
     dist.all_gather_into_tensor(t, values("float32", (N,), rank, 2), group=group)
     assert_equal(t, want.reshape(size, N), "float32")
+
+
+def test_in_place_on_some_ranks_only(rank, size, group):
+    # in place is each rank's own choice: every rank must still make the same MPI call
+    want = np.concatenate([values("float32", (N,), j, 3) for j in range(size)])
+    out = np.zeros(size * N, np.float32)
+    mine = values("float32", (N,), rank, 3)
+    if rank % 2 == 0:
+        out[rank * N:(rank + 1) * N] = mine
+        mine = out[rank * N:(rank + 1) * N]
+    dist.all_gather_into_tensor(out, mine, group=group)
+    assert_equal(out, want, "float32")
+    whole = np.zeros(size * N, np.float32)
+    slots = [whole[j * N:(j + 1) * N] for j in range(size)]
+    mine = values("float32", (N,), rank, 4)
+    if rank % 2 == 1:
+        slots[rank][...] = mine
+        mine = slots[rank]
+    dist.all_gather(slots, mine, group=group)
+    assert_equal(whole, np.concatenate([values("float32", (N,), j, 4) for j in range(size)]),
+                 "float32")

@@ -50,7 +50,10 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
             _large.call(comm, method, args)
         except MPI.Exception as e:
             raise mpi_error(op, e, args) from e
-        if finalize is not None:
+        if sizes is not None:  # its peers post the counts after their data: so here too
+            with_sizes(op, group, seq, MPI.REQUEST_NULL, args, sizes, finalize, False,
+                       outputs, keep)
+        elif finalize is not None:
             finalize()
         return Work.completed(op, outputs) if async_op else None
     # always MPI's nonblocking call: a blocking collective never matches a nonblocking

@@ -34,6 +34,8 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
     try:
         creq, crecv = sizes.post(comm)
     except MPI.Exception as e:
+        # the data's request is posted: it becomes a pending Work, its buffers kept
+        interrupted(op, req, group, seq, args, finalize, outputs, keep)
         raise mpi_error(op, e, args) from e
 
     def compared() -> None:
@@ -60,7 +62,11 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         explain()
         raise mpi_error(op, e, args) from e
     except BaseException:
-        interrupted(op, req, group, seq, args, None, outputs, keep)
+        # interrupted between Tests: both requests, and what follows them, become a
+        # pending Work, as if the call had been made with async_op=True
+        if req or creq:
+            Work(op, [req, creq], compared, keep=(args, keep, crecv), outputs=outputs,
+                 group=group, seq=seq, explain=explain)
         raise
     compared()
     return None

@@ -63,9 +63,10 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
             src.detach_input()
             sendspec = [src.array, count, dt]
     method, args, finish = "Allgather", (sendspec, [rarr, count, dt]), dst.commit_hook
-    if by_a2a is not None and sendspec is not MPI.IN_PLACE:
-        method, args = "Alltoallv", ([src.array, by_a2a[0], dt], [rarr, by_a2a[1], dt])
-        finish = _then(_own_copy(src.array, rarr, by_a2a[2]), finish)
+    if by_a2a is not None:  # the same call on every rank, in place or not
+        send = src.array if sendspec is not MPI.IN_PLACE else src.array.copy()
+        method, args = "Alltoallv", ([send, by_a2a[0], dt], [rarr, by_a2a[1], dt])
+        finish = _then(_own_copy(send, rarr, by_a2a[2]), finish)
     return issue(name, pg, method, args, finish, async_op, [output_tensor],
                  sig=lambda: {"dtype": src.dtype, "numel": count})
 
@@ -165,8 +166,11 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
             src.detach_input()
             sendspec = [src.array, src.numel, dt]
     by_a2a = _by_alltoallv(pg.my_rank, src.numel, counts, recv.nbytes)
-    if sizes is None and min(counts) == max(counts):  # (with sizes: one call on every
-        method, recvspec = "Allgather", [recv, counts[0], dt]  # rank, even if they disagree)
+    # with sizes: Allgatherv even for equal counts, so that ranks whose counts disagree
+    # still make one call (unless the disagreement moves one of them across the
+    # Alltoallv threshold, which the watchdog then ends: docs/errors.md)
+    if sizes is None and min(counts) == max(counts):
+        method, recvspec = "Allgather", [recv, counts[0], dt]
     else:
         method, recvspec = "Allgatherv", [recv, (counts, _pack.displs(counts)), dt]
     if src.dtype in PLAIN:
@@ -174,9 +178,11 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
             ("I" + method[0].lower() + method[1:], recvspec[1], dt, None, None, sizes)
             if by_a2a is None else ("Ialltoallv", by_a2a[1], dt, by_a2a[0], by_a2a[2], sizes))
     own = None
-    if by_a2a is not None and sendspec is not MPI.IN_PLACE:
-        method, own = "Alltoallv", _own_copy(sendspec[0], recv, by_a2a[2])
-        sendspec, recvspec = [sendspec[0], by_a2a[0], dt], [recv, by_a2a[1], dt]
+    if by_a2a is not None:  # the same call on every rank, in place or not (a send block
+        # may not lie in the receive buffer: in place, it is sent from a copy)
+        send = sendspec[0] if sendspec is not MPI.IN_PLACE else mine.copy()
+        method, own = "Alltoallv", _own_copy(send, recv, by_a2a[2])
+        sendspec, recvspec = [send, by_a2a[0], dt], [recv, by_a2a[1], dt]
 
     def finish() -> None:
         if own is not None:

@@ -110,6 +110,6 @@ dist.Backend.register_backend("mpicoll", _create, extended_api=True, devices=["c
 from ._as_mpi import from_environment as _from_environment  # noqa: E402
 from ._as_mpi import serve_as_mpi  # noqa: E402
 
-_from_environment()
 sys.modules["torch.distributed.rendezvous"].register_rendezvous_handler("mpi", _mpi_rendezvous)
 _export_env()
+_from_environment()  # last: a refusal leaves the rest of the module in place

@@ -141,6 +141,8 @@ class MpicollProcessGroup(GroupNames, dist.ProcessGroup):
         return self
 
     supports_coalescing = False
+    supports_splitting = False
+    supports_shrinking = False
 
     def gather_single(self, output: Any, input: Any, opts: Any = None) -> Any:
         """torch 2.15's gather_single: ``output`` is an empty placeholder off the root."""
