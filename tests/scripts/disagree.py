@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 import mpicoll as dist
-from mpicoll.errors import MPIError, SignatureMismatch
+from mpicoll.errors import MPIError, SignatureMismatch, SizeMismatch
 
 case = sys.argv[1]
 rank, size = dist.get_rank(), dist.get_world_size()
@@ -35,5 +35,5 @@ try:
         gl = [np.zeros(2) for _ in range(size)] if rank == 0 else None
         dist.gather(np.ones(2 if rank == 0 else 3), gl, dst=0)
     print(f"rank {rank}: ok", flush=True)
-except (SignatureMismatch, MPIError) as e:
+except (SignatureMismatch, SizeMismatch, MPIError) as e:
     print(f"rank {rank}: {type(e).__name__}: {e}", flush=True)
