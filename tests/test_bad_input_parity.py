@@ -94,8 +94,8 @@ def test_torch_backend_all_to_all_single_unequal_sizes(rank, size):
     import mpicoll.torch  # noqa: F401  (registers the backend)
 
     created = not tdist.is_initialized()  # use the session's group where there is one
-    if created:
-        tdist.init_process_group("mpicoll")
+    if created:  # (mpi://: a fresh store port for each of the session's groups)
+        tdist.init_process_group("mpicoll", init_method="mpi://")
     assert tdist.get_backend() == "mpicoll"
     try:
         out = torch.full((3 * size,), 7.0)

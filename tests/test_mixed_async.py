@@ -107,8 +107,8 @@ def test_torch_backend_mix(rank, size):
 
     import mpicoll.torch  # noqa: F401
 
-    if not tdist.is_initialized():
-        tdist.init_process_group("mpicoll")
+    if not tdist.is_initialized():  # (mpi://: a fresh store port for each session group)
+        tdist.init_process_group("mpicoll", init_method="mpi://")
     t = torch.ones(4) * (rank + 1)
     _torch_run(lambda a: tdist.all_reduce(t, async_op=a), rank)
     assert t.tolist() == [size * (size + 1) / 2] * 4

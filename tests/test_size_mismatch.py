@@ -4,8 +4,9 @@ Every rank whose output the mistake makes wrong raises SizeMismatch naming the
 operation, the peer and both counts; where one rank can see the mistake alone (a slot
 of another shape), every rank raises before communicating, its outputs untouched. Each
 mistake is made twice: the second call takes the quick path where there is one.
-Through mpicoll, its torch backend and its Paddle face; the MPICOLL_CHECK=0 escape
-hatch in a launched job.
+Through mpicoll and its Paddle face (the torch backend's are in test_torch_backend.py,
+whose module holds the one torch process group of the session); the MPICOLL_CHECK=0
+escape hatch in a launched job.
 """
 
 from __future__ import annotations
@@ -136,35 +137,6 @@ def test_reduce_scatter_a_chunk_is_shorter(rank, size, group):
                    "reduce_scatter", "the size of input_list[0] (the chunk for rank 0) is "
                    f"from 3 to 4 elements across the ranks ({3 if rank == 1 else 4} on rank "
                    f"{rank})")
-
-
-@MULTI
-def test_through_the_torch_backend(rank, size):
-    torch = pytest.importorskip("torch")
-    import torch.distributed as tdist
-
-    import mpicoll.torch  # noqa: F401  (registers the backend)
-
-    tdist.init_process_group("mpicoll")
-    try:
-        splits = [2] * size
-        if rank == 1:
-            splits[0] = 3
-        inp = torch.arange(sum(splits), dtype=torch.float32)
-        out = torch.zeros(2 * size)
-        _raises_on({0}, rank, lambda: tdist.all_to_all_single(out, inp, [2] * size, splits),
-                   "rank 1 sends 3 elements to rank 0")
-        # the torch flavour: code written for NCCL catches it as DistBackendError
-        if rank == 0:
-            with pytest.raises(tdist.DistBackendError):
-                tdist.all_to_all_single(out, inp, [2] * size, splits)
-        else:
-            tdist.all_to_all_single(out, inp, [2] * size, splits)
-        outs = [torch.zeros(2) for _ in range(size)]
-        ins = [torch.ones(3 if rank == 1 and j == 0 else 2) for j in range(size)]
-        _raises_on({0}, rank, lambda: tdist.all_to_all(outs, ins), "all_to_all")
-    finally:
-        tdist.destroy_process_group()
 
 
 @MULTI

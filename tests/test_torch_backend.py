@@ -9,12 +9,15 @@ import torch.distributed as tdist
 from _sync import check_async_barrier, check_blocking_barrier
 
 import mpicoll.torch  # noqa: F401  (registers the backend)
-from mpicoll.errors import ArgumentValueError
+from mpicoll.errors import ArgumentValueError, SizeMismatch
 
 
 @pytest.fixture(scope="module", autouse=True)
 def pg():
-    tdist.init_process_group("mpicoll")
+    # mpi://: rank 0 picks a fresh port for the store. The session makes and destroys
+    # torch groups in several modules, and a store reopened at once on env://'s one
+    # MASTER_PORT reset a peer's connection (4 ranks on 2 cores, once in CI)
+    tdist.init_process_group("mpicoll", init_method="mpi://")
     yield tdist.group.WORLD
     tdist.destroy_process_group()
 
@@ -450,3 +453,27 @@ def test_fsdp2_gradients_match_reference(rank, size):
         # FSDP averages gradients over ranks; the reference sums over the whole batch
         torch.testing.assert_close(mine.grad.full_tensor() * size, theirs.grad, atol=1e-5,
                                    rtol=1e-5)
+
+
+@pytest.mark.mpi(min_size=2)
+def test_sizes_that_disagree_raise_size_mismatch(rank, size):
+    # issue 33's mistake through torch: rank 1 sends rank 0 one row too many; rank 0's
+    # output is wrong, so rank 0 raises, also as torch's DistBackendError
+    splits = [2] * size
+    if rank == 1:
+        splits[0] = 3
+    inp = torch.arange(sum(splits), dtype=torch.float32)
+    out = torch.zeros(2 * size)
+    for expected in (SizeMismatch, tdist.DistBackendError):
+        if rank == 0:
+            with pytest.raises(expected, match="rank 1 sends 3 elements to rank 0"):
+                tdist.all_to_all_single(out, inp, [2] * size, splits)
+        else:
+            tdist.all_to_all_single(out, inp, [2] * size, splits)
+    outs = [torch.zeros(2) for _ in range(size)]
+    ins = [torch.ones(3 if rank == 1 and j == 0 else 2) for j in range(size)]
+    if rank == 0:
+        with pytest.raises(SizeMismatch, match="all_to_all: .*output_tensor_list"):
+            tdist.all_to_all(outs, ins)
+    else:
+        tdist.all_to_all(outs, ins)
