@@ -34,24 +34,25 @@ _MAX = MPI.MAX
 
 class Sizes:
     """One call's counts: the small collective that carries them (``method`` on
-    ``send``, ``n`` counts received, ``root`` for the rooted ones) and what this rank
-    expects to receive (bytes of int64, None where this rank receives nothing to
-    compare). Built once per validated call and kept with the quick path's entry."""
+    ``send``, ``n`` counts received, ``after``: its arguments after the buffers, the root
+    or the MPI op) and what this rank expects to receive (bytes of int64, None where
+    this rank receives nothing to compare). Made once per call signature
+    (:func:`_kept`) and kept with the quick path's entry; read-only, so calls in flight
+    at once share it."""
 
-    __slots__ = ("expected", "method", "n", "op", "root", "says", "send")
+    __slots__ = ("after", "expected", "method", "n", "op", "root", "says", "send")
 
     def __init__(self, op: str, method: str, send: Any, n: int, expected: list[int] | None,
-                 says: str, root: int | None = None) -> None:
+                 says: str, root: int | None = None, after: tuple = ()) -> None:
         self.op, self.method, self.n, self.root, self.says = op, method, n, root, says
+        self.after = after if root is None else (root,)
         self.send = None if send is None else _array(send, _int64)
         self.expected = None if expected is None else _array(expected, _int64).tobytes()
 
     def post(self, comm: Any) -> tuple[Any, Any]:
         """Post the counts' collective on ``comm``: (request, what it receives into)."""
         recv = _empty(self.n, _int64) if self.n else None
-        if self.root is None:
-            return getattr(comm, self.method)(self.send, recv), recv
-        return getattr(comm, self.method)(self.send, recv, self.root), recv
+        return getattr(comm, self.method)(self.send, recv, *self.after), recv
 
     def check(self, recv: Any, me: int) -> None:
         """Raise SizeMismatch if the counts received differ from those expected
@@ -83,8 +84,7 @@ class Agreed(Sizes):
 
     def __init__(self, op: str, counts: list[int], says: str) -> None:
         both = [*counts, *(-c for c in counts)]
-        super().__init__(op, "Iallreduce", both, len(both), both, says)
-        self.root = _MAX  # (the argument after the buffers)
+        super().__init__(op, "Iallreduce", both, len(both), both, says, after=(_MAX,))
 
     def mismatch(self, recv: Any, me: int) -> None:
         n = self.n // 2
@@ -104,44 +104,58 @@ def agreed(op: str, pg: Any, counts: list[int], what: str) -> Agreed | None:
     (:class:`Agreed`); None with one rank, or off."""
     if pg._size == 1 or not sizes_on():
         return None
-    return Agreed(op, counts, "the size of " + what + " is from {lo} to {hi} elements "
-                  "across the ranks ({want} on rank {me})")
+    return _kept(("agreed", op, what, *counts), lambda: Agreed(
+        op, counts, "the size of " + what + " is from {lo} to {hi} elements across the "
+        "ranks ({want} on rank {me})"))
 
 
-def exchange(op: str, pg: Any, scounts: list[int], rcounts: list[int], what: str) -> Any:
-    """The counts an exchange carries beside its data (:mod:`._sizes`): this rank's
-    send counts, each peer's compared with ``rcounts``; None with one rank, or off."""
+def exchange(op: str, pg: Any, scounts: list[int], rcounts: list[int],
+             what: str) -> Sizes | None:
+    """The counts an exchange carries beside its data: this rank's send counts, each
+    peer's compared with ``rcounts``; None with one rank, or off."""
     if pg._size == 1 or not sizes_on():
         return None
-    return Sizes(op, "Ialltoall", scounts, pg._size, rcounts,
-                 "rank {peer} sends {got} to rank {me}, whose " + what +
-                 " holds {want} for it")
+    return _kept(("exchange", op, what, *scounts, None, *rcounts), lambda: Sizes(
+        op, "Ialltoall", scounts, pg._size, rcounts,
+        "rank {peer} sends {got} to rank {me}, whose " + what + " holds {want} for it"))
 
 
-_SIZES: dict[tuple, Any] = {}
 _SLOT = {"gather_single": "gather_tensor's block {peer}"}
-_SIZES_MAX = 1024
 
 
 def rooted(name: str, pg: Any, root: int, gathering: bool, mine: int,
-                  counts: Any) -> Sizes | None:
+           counts: Any) -> Sizes | None:
     """The counts a gather sends to its root, compared there with ``counts`` (the sizes
     of gather_list), or a scatter's root sends out (``counts``: scatter_list's), each
-    rank comparing its own with ``mine``, its tensor's size (:mod:`._sizes`); kept
-    per sizes. ``counts`` is None off the root."""
+    rank comparing its own with ``mine``, its tensor's size. ``counts`` is None off the
+    root; None with one rank, or off."""
     if pg._size == 1 or not sizes_on():
         return None
-    key = (name, pg._size, pg._rank, root, mine, *(counts or ()))
-    found = _SIZES.get(key)
+    if gathering:
+        return _kept((name, root, mine, None if counts is None else tuple(counts)),
+                     lambda: Sizes(name, "Igather", [mine],
+                                   0 if counts is None else pg._size, counts,
+                                   "rank {peer} sends {got}, and " +
+                                   _SLOT.get(name, "gather_list[{peer}]") +
+                                   " on the root (rank {me}) holds {want}", root))
+    return _kept((name, root, mine, None if counts is None else tuple(counts)),
+                 lambda: Sizes(name, "Iscatter", counts, 1, [mine],
+                               "the root (rank {root}) sends {got} in scatter_list[{me}], "
+                               "and tensor on rank {me} holds {want}", root))
+
+
+# Sizes made, by everything they are made from: a training loop's calls, whose general
+# path runs again when async or after an overlap, do not remake them per call
+_KEPT: dict[tuple, Any] = {}
+_KEPT_MAX = 1024
+
+
+def _kept(key: tuple, make: Any) -> Any:
+    found = _KEPT.get(key)
     if found is None:
-        if len(_SIZES) >= _SIZES_MAX:
-            _SIZES.clear()
-        found = _SIZES[key] = Sizes(
-            name, "Igather", [mine], 0 if counts is None else pg._size, counts,
-            "rank {peer} sends {got}, and " + _SLOT.get(name, "gather_list[{peer}]") +
-            " on the root (rank {me}) holds {want}", root) if gathering else Sizes(
-            name, "Iscatter", counts, 1, [mine], "the root (rank {root}) sends {got} "
-            "in scatter_list[{me}], and tensor on rank {me} holds {want}", root)
+        if len(_KEPT) >= _KEPT_MAX:
+            _KEPT.clear()
+        found = _KEPT[key] = make()
     return found
 
 

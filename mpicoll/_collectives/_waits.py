@@ -14,8 +14,8 @@ from ._sizes import Sizes
 
 
 def interrupted(op: str, req: Any, group: Any, seq: int, args: tuple,
-                 finalize: Callable[[], Any] | None = None, outputs: list[Any] | None = None,
-                 keep: Any = None) -> None:
+                finalize: Callable[[], Any] | None = None, outputs: list[Any] | None = None,
+                keep: Any = None) -> None:
     """A blocking call's wait was interrupted (KeyboardInterrupt raised between its
     Tests): MPI still owns the buffers, so the request becomes a pending Work (its
     buffers kept alive; completed by a later wait on the group, or at exit), as if the
@@ -25,8 +25,8 @@ def interrupted(op: str, req: Any, group: Any, seq: int, args: tuple,
 
 
 def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Sizes,
-                finalize: Callable[[], Any] | None, async_op: bool,
-                outputs: list[Any] | None, keep: Any) -> Work | None:
+               finalize: Callable[[], Any] | None, async_op: bool,
+               outputs: list[Any] | None, keep: Any) -> Work | None:
     """The rest of :func:`issue` once the data's request ``req`` is posted: post the
     counts' collective beside it, wait for both (or return their Work), compare the
     counts, then ``finalize``."""
@@ -42,6 +42,7 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         sizes.check(crecv, me)
         if finalize is not None:
             finalize()
+
     def explain() -> None:  # the data's request failed: what do the counts say?
         try:  # (the peers posted theirs too: it completes)
             if creq:
@@ -49,6 +50,7 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         except MPI.Exception:
             return
         sizes.check(crecv, me)
+
     if async_op:
         return Work(op, [req, creq], compared, keep=(args, keep, crecv), outputs=outputs,
                     group=group, seq=seq, explain=explain)

@@ -90,7 +90,7 @@ def _by_alltoallv(me: int, count: int, counts: list[int],
 
 
 # quick_exchange's table for all_gather_into_tensor: the calls the general path validated
-_QUICK: dict[tuple, tuple[str, int, int, Any, None, None]] = {}
+_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any, None]] = {}
 
 # all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) ->
 # (nonblocking method, receive counts (with displacements for Iallgatherv and

@@ -73,7 +73,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
 
 # quick_exchange's table for reduce_scatter_tensor (extra: the ReduceOp): the calls the
 # general path validated
-_QUICK: dict[tuple, tuple[str, int, int, Any, Any, None]] = {}
+_QUICK: dict[tuple, tuple[str, int, int, Any, Any, None, None]] = {}
 
 # reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the
 # list) ->

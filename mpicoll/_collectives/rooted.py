@@ -88,7 +88,6 @@ def _quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
     return True
 
 
-
 def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
            async_op: bool = False, group_dst: int | None = None) -> Work | None:
     """Reduce ``tensor`` across ranks into ``tensor`` on rank ``dst`` (or ``group_dst``).
