@@ -178,11 +178,7 @@ def shrink_group(ranks_to_exclude: list[int], group: Any = None,
         raise _Value(name, "empty", "{arg} must be a non-empty list of group ranks",
                      {"arg": "ranks_to_exclude"}, got=ranks_to_exclude)
     for r in out:
-        _check_int(r, name, "ranks_to_exclude")
-        if not 0 <= r < n:
-            raise _Value(name, "out_of_range", "{arg} must hold ranks of the group, in "
-                         "[0, {expected}), got {got}", {"arg": "ranks_to_exclude"},
-                         expected=n, got=r)
+        pg.check_group_rank(r, name, "ranks_to_exclude")
     if len(set(out)) != len(out) or len(out) >= n:
         raise _Value(name, "bad_set", "{arg} must be distinct and leave a rank, got {got}",
                      {"arg": "ranks_to_exclude"}, got=out)

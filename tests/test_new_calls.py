@@ -64,7 +64,7 @@ def test_set_timeout(group):
 def test_shrink_group_arguments(rank, size, group):
     with pytest.raises(ArgumentValueError, match="non-empty"):
         dist.shrink_group([], group)
-    with pytest.raises(ArgumentValueError, match="ranks of the group"):
+    with pytest.raises(ArgumentValueError, match=rf"ranks_to_exclude must be in \[0, {size}\)"):
         dist.shrink_group([size], group)
     with pytest.raises(ArgumentValueError, match="leave a rank"):
         dist.shrink_group(list(range(size)), group)

@@ -34,6 +34,7 @@ from ._create import _create
 
 __all__ = ["MpicollProcessGroup", "init_process_group", "serve_as_mpi"]
 
+
 def _master() -> tuple[str, int]:
     """Rank 0's address and a free port on it, known to every rank (one bcast)."""
     comm = mpi().COMM_WORLD
