@@ -185,6 +185,13 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     if not (fr is not None and fs is not None and s is not r and fr.owndata and
             fs.owndata) and may_share_memory(s, r):
         return False
+    exchanged(op, group, hit, s, r)
+    return True
+
+
+def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
+    """Make the call that :func:`quick_exchange`'s ``hit`` (an entry of its table) stores,
+    from array ``s`` to array ``r``: C-contiguous, ``r`` writable, apart."""
     method, sc, rc, dt, mpi_op, own, sizes = hit
     if own is not None:
         quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own),
@@ -192,7 +199,6 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     else:
         quick(op, group, method, ((s, sc, dt), (r, rc, dt)) if mpi_op is None else
               ((s, sc, dt), (r, rc, dt), *mpi_op), sizes)
-    return True
 
 
 def exchange_key(out: Any, inp: Any, group: Any, extra: Any = None) -> tuple:

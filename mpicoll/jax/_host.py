@@ -14,12 +14,18 @@ collectives, and collectives on different communicators never match each other.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import mpicoll as _m
 
+from .. import _env
+from .._collectives import _reduce, all_gather, all_to_all, reduce_scatter
+from .._collectives._call import exchanged, may_share_memory, quick
+from .._mpi import MPI
+from .._pending import pending
 from .._collectives.reduce_op import ReduceOp
 from .._process_group import ProcessGroup, resolve
 
@@ -128,3 +134,74 @@ def _sendrecv(spec: tuple, t: Twin, src: np.ndarray, out: np.ndarray) -> None:
         out.fill(0)
     for work in _m.batch_isend_irecv(ops) if ops else ():
         work.wait()
+
+
+# kind -> (the name calls are made under, the quick table of its general path)
+_EXCHANGES = {"all_gather": ("all_gather_into_tensor", all_gather._QUICK),
+              "reduce_scatter": ("reduce_scatter_tensor", reduce_scatter._QUICK),
+              "all_to_all": ("all_to_all_single", all_to_all._QUICK)}
+
+
+def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
+         out_shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], bool] | None:
+    """What :func:`run` does for one compiled collective, with everything that cannot
+    change between its calls looked up once: a function of (src, out) that makes the
+    call and returns True, or returns False (nothing done) where :func:`run` must.
+
+    Built when the collective is lowered, for the calls a compiled step repeats
+    (all_reduce, and the even all_gather, reduce_scatter and all_to_all). It makes
+    the MPI call that the general path validated for these dtypes and shapes and
+    stored in its quick table (the first call, through :func:`run`, stores it), through
+    the same :func:`quick` as every quick path: same numbering, departure check and
+    watched wait. Checked mode and pending Works take :func:`run`'s path, as they take
+    the general path everywhere. None: no lean form.
+    """
+    pg, dtype = t.group, np.dtype(dtype)
+    if kind == "all_reduce":
+        name, table, key = kind, _reduce.QUICK, (dtype, reduce_op(spec[0]))
+    elif kind in _EXCHANGES and spec[0] is None and (kind != "all_to_all" or
+                                                     spec[1] is None):
+        name, table = _EXCHANGES[kind]  # even forms only: no counts to compare
+        extra = (t.rank if kind == "all_gather" else
+                 reduce_op(spec[1]) if kind == "reduce_scatter" else None)
+        key = (dtype, in_shape, dtype, out_shape, t.size, extra)
+    else:
+        return None
+    found: list[Any] = []
+
+    def hit() -> Any:
+        """The table's entry, once the general path has stored it; else None."""
+        s_ = _env._settings
+        if s_ is None or s_.check or pending:
+            return None
+        if not found:
+            h = table.get(key)
+            if h is None:
+                return None
+            found.append(h)
+        return found[0]
+
+    if name == "all_reduce":
+        in_place = MPI.IN_PLACE
+
+        def reduced(src: np.ndarray, out: np.ndarray) -> bool:
+            h = hit()
+            if h is None:
+                return False
+            dt, op = h
+            # XLA gives the input's buffer as the output where it can (the lowering's
+            # alias): then in place; else from one to the other, without a copy
+            quick(name, pg, "Iallreduce", (in_place, [out, dt], op)
+                  if may_share_memory(src, out) else ([src, dt], [out, dt], op))
+            return True
+
+        return reduced
+
+    def exchange(src: np.ndarray, out: np.ndarray) -> bool:
+        h = hit()
+        if h is None:
+            return False
+        exchanged(name, pg, h, src, out)
+        return True
+
+    return exchange
