@@ -51,6 +51,7 @@ class Twin:
 
 
 NO_GROUP = Twin(None, 0, 1, [0])  # the probe's: communicates with nobody
+PROBED: list[bool] = []  # each probe call's: was its output its input's buffer?
 
 _twins: weakref.WeakKeyDictionary[ProcessGroup, Twin] = weakref.WeakKeyDictionary()
 
@@ -114,7 +115,8 @@ def run(kind: str, spec: tuple, t: Twin, src: np.ndarray, out: np.ndarray) -> No
                              None if scounts is None else list(scounts), pg)
     elif kind == "sendrecv":
         _sendrecv(spec, t, src, out)
-    elif kind == "_probe":
+    elif kind == "_probe":  # (whether XLA made the output the input's buffer: noted)
+        PROBED.append(bool(np.may_share_memory(src, out)))
         np.add(src, 1, out=out)
     else:
         raise AssertionError(kind)
@@ -143,7 +145,8 @@ _EXCHANGES = {"all_gather": ("all_gather_into_tensor", all_gather._QUICK),
 
 
 def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
-         out_shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], bool] | None:
+         out_shape: tuple[int, ...], aliased: bool | None = None
+         ) -> Callable[[np.ndarray, np.ndarray], bool] | None:
     """What :func:`run` does for one compiled collective, with everything that cannot
     change between its calls looked up once: a function of (src, out) that makes the
     call and returns True, or returns False (nothing done) where :func:`run` must.
@@ -154,7 +157,9 @@ def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
     stored in its quick table (the first call, through :func:`run`, stores it), through
     the same :func:`quick` as every quick path: same numbering, departure check and
     watched wait. Checked mode and pending Works take :func:`run`'s path, as they take
-    the general path everywhere. None: no lean form.
+    the general path everywhere. ``aliased``: whether all_reduce's ``out`` is always
+    ``src``'s buffer (True), never (False), or may be (None: asked on each call).
+    None: no lean form.
     """
     pg, dtype = t.group, np.dtype(dtype)
     if kind == "all_reduce":
@@ -167,41 +172,36 @@ def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
         key = (dtype, in_shape, dtype, out_shape, t.size, extra)
     else:
         return None
-    found: list[Any] = []
+    found: list[Any] = []  # the table's entry, once the general path has stored it
 
-    def hit() -> Any:
-        """The table's entry, once the general path has stored it; else None."""
-        s_ = _env._settings
-        if s_ is None or s_.check or pending:
-            return None
-        if not found:
-            h = table.get(key)
-            if h is None:
-                return None
+    def find() -> bool:
+        h = table.get(key)
+        if h is not None:
             found.append(h)
-        return found[0]
+        return h is not None
 
     if name == "all_reduce":
         in_place = MPI.IN_PLACE
 
         def reduced(src: np.ndarray, out: np.ndarray) -> bool:
-            h = hit()
-            if h is None:
+            s_ = _env._settings
+            if s_ is None or s_.check or pending or not (found or find()):
                 return False
-            dt, op = h
-            # XLA gives the input's buffer as the output where it can (the lowering's
-            # alias): then in place; else from one to the other, without a copy
-            quick(name, pg, "Iallreduce", (in_place, [out, dt], op)
-                  if may_share_memory(src, out) else ([src, dt], [out, dt], op))
+            dt, op = found[0]
+            # the buffer lowering aliases the input to the output (XLA copies the input
+            # first where it is still needed): in place; else from one to the other
+            quick(name, pg, "Iallreduce", (in_place, [out, dt], op) if (
+                may_share_memory(src, out) if aliased is None else aliased) else
+                ([src, dt], [out, dt], op))
             return True
 
         return reduced
 
     def exchange(src: np.ndarray, out: np.ndarray) -> bool:
-        h = hit()
-        if h is None:
+        s_ = _env._settings
+        if s_ is None or s_.check or pending or not (found or find()):
             return False
-        exchanged(name, pg, h, src, out)
+        exchanged(name, pg, found[0], src, out)
         return True
 
     return exchange

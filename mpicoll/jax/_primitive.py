@@ -38,8 +38,10 @@ except ImportError:  # older JAX
 # collectives whose result has the input's shape, element by element
 ELEMENTWISE = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv", "_probe"})
 
-# collectives that may write their result over their input
-_IN_PLACE = frozenset({"all_reduce", "broadcast", "reduce"})
+# collectives that may write their result over their input (and the probe, to see that
+# XLA hands them the input's buffer)
+_IN_PLACE = frozenset({"all_reduce", "broadcast", "reduce", "_probe"})
+_ALIASED: list[bool] = []  # whether the probe's output was its input's buffer
 
 mpi_p = Primitive("mpicoll")
 mpi_p.multiple_results = True
@@ -137,7 +139,7 @@ def _io_lowering() -> Any:
         shape = out_shape(kind, spec, twin, tuple(x.shape))
         result = jax.ShapeDtypeStruct(shape, x.dtype)
 
-        lean = _host.lean(kind, spec, twin, x.dtype, tuple(x.shape), shape)
+        lean = _host.lean(kind, spec, twin, x.dtype, tuple(x.shape), shape, False)
 
         def host(a: Any) -> np.ndarray:
             src = np.asarray(a)
@@ -164,23 +166,30 @@ def _lower_buffer(ctx: Any, x: Any, *, kind: str, spec: tuple, twin: _host.Twin,
     effect = ordered_effect()
 
     (aval,), (out_aval,) = ctx.avals_in, ctx.avals_out
-    lean = _host.lean(kind, spec, twin, aval.dtype, tuple(aval.shape), tuple(out_aval.shape))
-    run = _host.run
+    # reductions and broadcasts work in place: XLA hands over the input's buffer as the
+    # output (operand 1 -> result 1, after the tokens), copying the input first where
+    # it is still needed; the probe saw it do so (else each call asks)
+    aliases = {1: 1} if kind in _IN_PLACE else {}
+    lean = _host.lean(kind, spec, twin, aval.dtype, tuple(aval.shape), tuple(out_aval.shape),
+                      True if _ALIASED == [True] else None)
+    run, asarray = _host.run, np.asarray
 
-    def host(exec_ctx: Any, token_in: Any, src: Any, token_out: Any, out: Any) -> tuple:
-        a, b = np.asarray(src), np.asarray(out)
-        if lean is None or not lean(a, b):
-            run(kind, spec, twin, a, b)
-        return ()
+    if lean is None:
+        def host(exec_ctx: Any, token_in: Any, src: Any, token_out: Any, out: Any) -> tuple:
+            run(kind, spec, twin, asarray(src), asarray(out))
+            return ()
+    else:
+        def host(exec_ctx: Any, token_in: Any, src: Any, token_out: Any, out: Any) -> tuple:
+            a, b = asarray(src), asarray(out)
+            if not lean(a, b):
+                run(kind, spec, twin, a, b)
+            return ()
 
     ctx.module_context.add_host_callback(host)
     index = np.uint64(len(ctx.module_context.host_callbacks) - 1)
     token = ctx.tokens_in.get(effect)
     inner = ctx.replace(avals_in=[_core.abstract_token, *ctx.avals_in],
                         avals_out=[_core.abstract_token, *ctx.avals_out])
-    # reductions and broadcasts work in place: XLA may hand over the input's buffer as
-    # the output (operand 1 -> result 1, after the tokens), copying only if x lives on
-    aliases = {1: 1} if kind in _IN_PLACE else {}
     rule = jax.ffi.ffi_lowering("xla_buffer_python_cpu_callback", has_side_effect=True,
                                 operand_output_aliases=aliases)
     token, *results = rule(inner, token, x, index=index)
@@ -240,4 +249,5 @@ def _buffer_works() -> bool:
     thread = threading.Thread(target=probe, name="mpicoll.jax probe")
     thread.start()
     thread.join()
+    _ALIASED[:] = [bool(_host.PROBED) and all(_host.PROBED)]
     return bool(got) and bool(np.array_equal(got[0], [1.0, 2.0, 3.0]))
