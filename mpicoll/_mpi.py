@@ -16,6 +16,12 @@ exactly when MPI is started, never by ``import mpicoll``:
   job's time limit. The OFI module's address is ~70 bytes, so mpicoll chooses
   it there when the user has not chosen (``MPIR_CVAR_CH4_NETMOD``), and says so
   in ``python -m mpicoll info``. See docs/hpc.md.
+- Open MPI's nonblocking ``Ireduce`` (libnbc) picks a chain algorithm from which a
+  reduce of 64 KiB or more measured 1.3-3.1x the blocking ``Reduce`` (2 and 4 ranks);
+  libnbc's binomial tree measured 1.0-1.17x. Every mpicoll collective is nonblocking,
+  so where the user has not chosen, mpicoll chooses the binomial one (an Open MPI
+  setting that other MPIs ignore; ``python -m mpicoll info`` says so; the
+  measurements are in docs/performance.md).
 """
 
 from __future__ import annotations
@@ -28,6 +34,13 @@ if "mpi4py.MPI" not in sys.modules and "OMPI_MCA_op" not in os.environ:
 
 # why mpicoll chose MPICH's network module (None: it did not)
 NETMOD_CHOICE: str | None = None
+
+# whether mpicoll chose Open MPI's Ireduce algorithm (False: the user did, or MPI was up)
+IREDUCE_CHOSEN = False
+if "mpi4py.MPI" not in sys.modules and \
+        "OMPI_MCA_coll_libnbc_ireduce_algorithm" not in os.environ:
+    os.environ["OMPI_MCA_coll_libnbc_ireduce_algorithm"] = "binomial"
+    IREDUCE_CHOSEN = True
 
 
 def _mpich_wheel_under_slurm_pmi2() -> bool:
@@ -49,4 +62,4 @@ if ("mpi4py.MPI" not in sys.modules and "MPIR_CVAR_CH4_NETMOD" not in os.environ
 
 from mpi4py import MPI  # noqa: E402  (after the settings above, on purpose)
 
-__all__ = ["MPI", "NETMOD_CHOICE"]
+__all__ = ["IREDUCE_CHOSEN", "MPI", "NETMOD_CHOICE"]
