@@ -16,12 +16,14 @@ exactly when MPI is started, never by ``import mpicoll``:
   job's time limit. The OFI module's address is ~70 bytes, so mpicoll chooses
   it there when the user has not chosen (``MPIR_CVAR_CH4_NETMOD``), and says so
   in ``python -m mpicoll info``. See docs/hpc.md.
-- Open MPI's nonblocking ``Ireduce`` (libnbc) picks a chain algorithm from which a
-  reduce of 64 KiB or more measured 1.3-3.1x the blocking ``Reduce`` (2 and 4 ranks);
-  libnbc's binomial tree measured 1.0-1.17x. Every mpicoll collective is nonblocking,
-  so where the user has not chosen, mpicoll chooses the binomial one (an Open MPI
-  setting that other MPIs ignore; ``python -m mpicoll info`` says so; the
-  measurements are in docs/performance.md).
+- Open MPI's nonblocking collectives (libnbc) pick their algorithms apart from the
+  blocking ones, and two measured slow from 64 KiB (2 and 4 ranks; every mpicoll
+  collective is nonblocking): ``Ireduce``'s chain (1.3-3.1x the blocking ``Reduce``;
+  libnbc's binomial tree 0.84-1.11x), and ``Iallreduce`` in place, which libnbc makes as a
+  binomial reduce and broadcast (1.3-3.1x the blocking in-place ``Allreduce`` up to
+  64 MiB; its Rabenseifner algorithm 1.00-1.14x). Where the user has not chosen, mpicoll
+  chooses those (``LIBNBC_CHOSEN``; an Open MPI setting that other MPIs ignore; ``python
+  -m mpicoll info`` says so; the measurements are in docs/performance.md).
 """
 
 from __future__ import annotations
@@ -35,12 +37,14 @@ if "mpi4py.MPI" not in sys.modules and "OMPI_MCA_op" not in os.environ:
 # why mpicoll chose MPICH's network module (None: it did not)
 NETMOD_CHOICE: str | None = None
 
-# whether mpicoll chose Open MPI's Ireduce algorithm (False: the user did, or MPI was up)
-IREDUCE_CHOSEN = False
-if "mpi4py.MPI" not in sys.modules and \
-        "OMPI_MCA_coll_libnbc_ireduce_algorithm" not in os.environ:
-    os.environ["OMPI_MCA_coll_libnbc_ireduce_algorithm"] = "binomial"
-    IREDUCE_CHOSEN = True
+# Open MPI's libnbc algorithms mpicoll chose: collective -> algorithm (not those the user
+# set, nor any when MPI was already up)
+LIBNBC_CHOSEN: dict[str, str] = {}
+for _call, _algorithm in (("ireduce", "binomial"), ("iallreduce", "rabenseifner")):
+    if "mpi4py.MPI" not in sys.modules and \
+            f"OMPI_MCA_coll_libnbc_{_call}_algorithm" not in os.environ:
+        os.environ[f"OMPI_MCA_coll_libnbc_{_call}_algorithm"] = _algorithm
+        LIBNBC_CHOSEN[_call] = _algorithm
 
 
 def _mpich_wheel_under_slurm_pmi2() -> bool:
@@ -62,4 +66,4 @@ if ("mpi4py.MPI" not in sys.modules and "MPIR_CVAR_CH4_NETMOD" not in os.environ
 
 from mpi4py import MPI  # noqa: E402  (after the settings above, on purpose)
 
-__all__ = ["IREDUCE_CHOSEN", "MPI", "NETMOD_CHOICE"]
+__all__ = ["LIBNBC_CHOSEN", "MPI", "NETMOD_CHOICE"]

@@ -52,29 +52,36 @@ def test_info():
     assert "GPU-aware MPI  yes (forced by MPICOLL_GPU_AWARE=1)" in p2.stdout
 
 
-def _info(**env: str) -> tuple[str, str]:
-    """(call choices, the Ireduce algorithm the started MPI saw) of a fresh process."""
+_VARS = ("OMPI_MCA_coll_libnbc_ireduce_algorithm", "OMPI_MCA_coll_libnbc_iallreduce_algorithm")
+
+
+def _info(**env: str) -> tuple[str, list[str]]:
+    """(call choices, the libnbc algorithms the started MPI saw) of a fresh process."""
     base = clean_env(**env)
-    if "OMPI_MCA_coll_libnbc_ireduce_algorithm" not in env:  # (this session's, set by it)
-        base.pop("OMPI_MCA_coll_libnbc_ireduce_algorithm", None)
+    for var in _VARS:  # (this session's, set by mpicoll here, unless the test sets it)
+        if var not in env:
+            base.pop(var, None)
     code = ("import os, mpicoll; mpicoll.get_rank(); "
             "from mpicoll._collectives import _choices; print('; '.join(_choices.describe()));"
-            "print(os.environ['OMPI_MCA_coll_libnbc_ireduce_algorithm'])")
+            f"print(*[os.environ[v] for v in {_VARS!r}])")
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=base, capture_output=True,
                        text=True, timeout=120, check=True)
-    choices, algorithm = p.stdout.splitlines()[-2:]
-    return choices, algorithm
+    choices, algorithms = p.stdout.splitlines()[-2:]
+    return choices, algorithms.split()
 
 
-def test_open_mpi_ireduce_algorithm_is_chosen_unless_the_user_did():
-    """libnbc's binomial Ireduce where the user has not chosen (an Open MPI setting the
-    other MPIs ignore); a user's choice is kept; info says which on Open MPI."""
-    choices, algorithm = _info()
-    assert algorithm == "binomial"
+def test_open_mpi_libnbc_algorithms_are_chosen_unless_the_user_did():
+    """libnbc's binomial Ireduce and Rabenseifner Iallreduce where the user has not chosen
+    (Open MPI settings the other MPIs ignore); a user's choice is kept; info says which on
+    Open MPI."""
+    choices, algorithms = _info()
+    assert algorithms == ["binomial", "rabenseifner"]
     open_mpi = MPI.Get_library_version().startswith("Open MPI")
-    assert ("(coll_libnbc_ireduce_algorithm) binomial, chosen by mpicoll" in choices) == \
-        open_mpi, choices
-    choices, algorithm = _info(OMPI_MCA_coll_libnbc_ireduce_algorithm="chain")
-    assert algorithm == "chain"
+    for chosen in ("Ireduce algorithm (coll_libnbc_ireduce_algorithm) binomial, chosen by "
+                   "mpicoll", "Iallreduce algorithm (coll_libnbc_iallreduce_algorithm) "
+                   "rabenseifner, chosen by mpicoll"):
+        assert (chosen in choices) == open_mpi, choices
+    choices, algorithms = _info(OMPI_MCA_coll_libnbc_ireduce_algorithm="chain")
+    assert algorithms == ["chain", "rabenseifner"]
     assert ("(coll_libnbc_ireduce_algorithm) set by the user: chain" in choices) == open_mpi, \
         choices
