@@ -59,7 +59,7 @@ def describe() -> list[str]:
         + ("(1.3-5.6x slower)" if gather < 64 << 10 else
            "(own block copied locally; 1.2-4x faster)")]
     if is_open_mpi():
-        from .._mpi import LIBNBC_CHOSEN
+        from .._mpi import LIBNBC_CHOSEN  # lazy: importing mpicoll._mpi starts MPI
 
         for call, why in (("ireduce", "libnbc's default measured 1.3-3.1x the blocking "
                            "Reduce from 64 KiB"),

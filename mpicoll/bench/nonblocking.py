@@ -22,7 +22,7 @@ import numpy as np
 
 from .._collectives import _choices
 from .._collectives.all_to_all import _SELF_COPY_BYTES
-from .._start import is_mpich
+from .._start import is_mpich, mpi
 from .timing import interleaved
 
 SIZES = (8, 1 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20)
@@ -132,11 +132,7 @@ def _verified(calls: dict[str, Callable[[], Any]], result: Callable[[], np.ndarr
 
 
 def run(args: argparse.Namespace) -> int:
-    import mpicoll
-
-    mpicoll.get_rank()  # MPI started with mpicoll's settings, as the calls it makes see it
-    from .._mpi import MPI
-
+    MPI = mpi()  # started with mpicoll's settings, as the calls it makes see it
     comm = MPI.COMM_WORLD.Dup()
     p, me = comm.Get_size(), comm.Get_rank()
     rows = []

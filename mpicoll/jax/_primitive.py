@@ -38,8 +38,7 @@ except ImportError:  # older JAX
 # collectives whose result has the input's shape, element by element
 ELEMENTWISE = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv", "_probe"})
 
-# collectives that may write their result over their input (and the probe, to see that
-# XLA hands them the input's buffer)
+# collectives that may write their result over their input (the probe: to see XLA do it)
 _IN_PLACE = frozenset({"all_reduce", "broadcast", "reduce", "_probe"})
 _ALIASED: list[bool] = []  # whether the probe's output was its input's buffer
 
@@ -139,18 +138,22 @@ def _io_lowering() -> Any:
         shape = out_shape(kind, spec, twin, tuple(x.shape))
         result = jax.ShapeDtypeStruct(shape, x.dtype)
 
-        lean = _host.lean(kind, spec, twin, x.dtype, tuple(x.shape), shape, False)
+        lean = _host.lean(kind, spec, twin, x.dtype, tuple(x.shape), shape, False) or _no_lean
 
         def host(a: Any) -> np.ndarray:
             src = np.asarray(a)
             out = np.empty(shape, src.dtype)
-            if lean is None or not lean(src, out):
+            if not lean(src, out):
                 _host.run(kind, spec, twin, src, out)
             return out
 
         return [io_callback(host, result, x, ordered=True)]
 
     return mlir.lower_fun(call, multiple_results=True)
+
+
+def _no_lean(src: Any, out: Any) -> bool:  # a collective with no lean form: run each call
+    return False
 
 
 _lower_io = _io_lowering()
@@ -166,24 +169,18 @@ def _lower_buffer(ctx: Any, x: Any, *, kind: str, spec: tuple, twin: _host.Twin,
     effect = ordered_effect()
 
     (aval,), (out_aval,) = ctx.avals_in, ctx.avals_out
-    # reductions and broadcasts work in place: XLA hands over the input's buffer as the
-    # output (operand 1 -> result 1, after the tokens), copying the input first where
-    # it is still needed; the probe saw it do so (else each call asks)
+    # reductions and broadcasts work in place: XLA hands the input's buffer over as the
+    # output (operand 1 -> result 1, after the tokens); the probe saw it (else: asked)
     aliases = {1: 1} if kind in _IN_PLACE else {}
     lean = _host.lean(kind, spec, twin, aval.dtype, tuple(aval.shape), tuple(out_aval.shape),
-                      True if _ALIASED == [True] else None)
+                      True if _ALIASED == [True] else None) or _no_lean
     run, asarray = _host.run, np.asarray
 
-    if lean is None:
-        def host(exec_ctx: Any, token_in: Any, src: Any, token_out: Any, out: Any) -> tuple:
-            run(kind, spec, twin, asarray(src), asarray(out))
-            return ()
-    else:
-        def host(exec_ctx: Any, token_in: Any, src: Any, token_out: Any, out: Any) -> tuple:
-            a, b = asarray(src), asarray(out)
-            if not lean(a, b):
-                run(kind, spec, twin, a, b)
-            return ()
+    def host(exec_ctx: Any, token_in: Any, src: Any, token_out: Any, out: Any) -> tuple:
+        a, b = asarray(src), asarray(out)
+        if not lean(a, b):
+            run(kind, spec, twin, a, b)
+        return ()
 
     ctx.module_context.add_host_callback(host)
     index = np.uint64(len(ctx.module_context.host_callbacks) - 1)
