@@ -62,7 +62,8 @@ TORCH_NEWEST ?= 2.15.0
 TVENV        := .venv-torch-newest
 TORCH_TESTS  := tests/test_torch_backend.py tests/test_torch_complete.py \
                 tests/test_signatures.py tests/test_torch_warnings.py tests/test_new_calls.py \
-                tests/test_size_mismatch.py tests/test_serve_as_mpi.py
+                tests/test_size_mismatch.py tests/test_serve_as_mpi.py \
+                tests/test_device_backends.py
 test-torch-newest:
 	test -x $(TVENV)/bin/python || $(PYTHON) -m venv $(TVENV)
 	$(TVENV)/bin/python -m pip install -q --no-cache-dir -e '.[mpich,test]' \

@@ -29,8 +29,9 @@ from ._names import GroupNames
 from ._work import TorchWork
 
 
-class MpicollProcessGroup(GroupNames, dist.ProcessGroup):
-    """torch.distributed ProcessGroup whose collectives run over MPI via mpicoll."""
+class Collectives(GroupNames):
+    """The backend's collectives, under the names torch's trampolines call: those of a
+    Python ProcessGroup (2.13 on) and of a Python c10d Backend (2.15), which are alike."""
 
     def __init__(self, group: _Group, store: Any = None) -> None:
         super().__init__(group.rank(), group.size())
@@ -237,3 +238,9 @@ class MpicollProcessGroup(GroupNames, dist.ProcessGroup):
         from .._mpi import MPI
 
         MPI.COMM_WORLD.Abort(1)
+
+
+class MpicollProcessGroup(Collectives, dist.ProcessGroup):
+    """torch.distributed ProcessGroup whose collectives run over MPI via mpicoll: the whole
+    group, every device (device tensors staged through the host or GPU-aware MPI)."""
+

@@ -9,6 +9,7 @@ from .._process_group import ProcessGroup as _Group
 from .._process_group import birth as _birth
 from .._start import mpi
 from ._backend import MpicollProcessGroup
+from ._device import MpicollBackend, other_devices
 
 _world: _Group | None = None
 
@@ -23,7 +24,12 @@ def _world_group() -> _Group:
     return _world
 
 
-def _create(dist_opts: Any, backend_opts: Any) -> MpicollProcessGroup:
+def _create(dist_opts: Any, backend_opts: Any) -> Any:
+    """The group's MpicollProcessGroup (every device), or on torch 2.15 its CPU slot's
+    MpicollBackend where torch is giving another device another backend."""
+    # (other_devices reads the frame of torch's helper that called this creator: called
+    # from here, directly)
+    slot = MpicollBackend is not None and other_devices()
     world = _world_group()
     ranks = list(dist_opts.global_ranks_in_group)
     if not ranks:  # the default group
@@ -45,4 +51,4 @@ def _create(dist_opts: Any, backend_opts: Any) -> MpicollProcessGroup:
     if group.rank() != dist_opts.group_rank or group.size() != dist_opts.group_size:
         raise ValueError(f"mpicoll backend: group rank/size {group.rank()}/{group.size()} "
                          f"disagree with torch's {dist_opts.group_rank}/{dist_opts.group_size}")
-    return MpicollProcessGroup(group, dist_opts.store)
+    return (MpicollBackend if slot else MpicollProcessGroup)(group, dist_opts.store)
