@@ -56,14 +56,17 @@ test-openmpi:
 
 ## The torch-facing tests on the newest torch on the registry (a CUDA build that runs on
 ## the CPU, ~5.5 GB, installed without pip's cache), in a venv of its own, at 1 and 2
-## ranks: the backend (DDP included), torch's names and signatures, the new calls, the
-## entry point, and no FutureWarning or DeprecationWarning from mpicoll.
+## ranks: the backend (DDP, FSDP2 and DTensor included), torch's names and signatures, the
+## new calls, the entry point, the per-device backend, the examples that use torch, and no
+## FutureWarning or DeprecationWarning from mpicoll.
 TORCH_NEWEST ?= 2.15.0
 TVENV        := .venv-torch-newest
 TORCH_TESTS  := tests/test_torch_backend.py tests/test_torch_complete.py \
                 tests/test_signatures.py tests/test_torch_warnings.py tests/test_new_calls.py \
                 tests/test_size_mismatch.py tests/test_serve_as_mpi.py \
-                tests/test_device_backends.py
+                tests/test_device_backends.py tests/test_examples.py
+# the lane installs no JAX: its example runs in the other lanes
+TORCH_SKIPS  := --deselect tests/test_examples.py::test_jax_functional_example
 test-torch-newest:
 	test -x $(TVENV)/bin/python || $(PYTHON) -m venv $(TVENV)
 	$(TVENV)/bin/python -m pip install -q --no-cache-dir -e '.[mpich,test]' \
@@ -73,7 +76,7 @@ test-torch-newest:
 		MPIEXEC=$(CURDIR)/$(TVENV)/bin/mpiexec MPICOLL_TEST_FRAMEWORKS=numpy,torch \
 		timeout $(TIMEOUT) $(TVENV)/bin/mpiexec -n $$n \
 			$(TVENV)/bin/python -m pytest -q -x --with-mpi -p no:cacheprovider \
-			--capture=tee-sys $(TORCH_TESTS) || exit 1; \
+			--capture=tee-sys $(TORCH_TESTS) $(TORCH_SKIPS) || exit 1; \
 	done
 
 test-%: venv
