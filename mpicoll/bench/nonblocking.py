@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from .._collectives import _choices
-from .._collectives.all_to_all import _SELF_COPY_BYTES
 from .._start import is_mpich, mpi
 from .timing import interleaved
 
@@ -47,6 +46,9 @@ def _calls(op: str, n: int, comm: Any, MPI: Any) -> tuple[dict[str, Callable[[],
                                                           Callable[[], np.ndarray], str]:
     """(blocking, nonblocking, mpicoll's) calls of ``op`` with blocks of ``n`` float32
     elements, the array each writes, and the name of mpicoll's call."""
+    # lazy: importing the collectives starts MPI, and the bench's modules must not
+    from .._collectives.all_to_all import _SELF_COPY_BYTES
+
     p, me = comm.Get_size(), comm.Get_rank()
     f = MPI.FLOAT
     rng = np.random.default_rng(me)
