@@ -333,6 +333,40 @@ def test_new_group_and_subgroups(rank, size):
         assert t.item() == 2 * (rank - rank % 2) + 1
 
 
+def test_torch_shrink_group(rank, size):
+    """torch's shrink_group over the backend. On 2.15 the ranks that stay make the new
+    group (the last rank is left out, and does nothing), whose collectives run over
+    mpicoll. On 2.13, whose c10d Backend a Python class cannot extend, the backend says it
+    does not shrink, and torch refuses."""
+    from mpicoll.torch._device import MpicollBackend
+
+    g = tdist.new_group(list(range(size)))
+    backend = g._get_backend(torch.device("cpu"))
+    if MpicollBackend is None:
+        assert backend.supports_shrinking is False
+        if size > 1 and rank < size - 1:
+            with pytest.raises(TypeError, match="does not support shrinking"):
+                tdist.shrink_group([size - 1], group=g)
+        tdist.destroy_process_group(g)
+        return
+    assert backend.supports_shrinking is True
+    if size == 1:  # torch's own check, before the backend's
+        with pytest.raises(ValueError, match="size 1"):
+            tdist.shrink_group([0], group=g)
+        tdist.destroy_process_group(g)
+        return
+    if rank == size - 1:
+        tdist.destroy_process_group(g)  # what torch does to the old group on the others
+        return
+    small = tdist.shrink_group([size - 1], group=g)
+    assert tdist.get_world_size(small) == size - 1 and tdist.get_rank(small) == rank
+    assert type(small._get_backend(torch.device("cpu"))) is MpicollBackend
+    t = torch.full((3,), float(rank + 1))
+    tdist.all_reduce(t, group=small)
+    assert t.tolist() == [float(sum(range(1, size)))] * 3
+    tdist.destroy_process_group(small)
+
+
 def test_functional_collectives(rank, size):
     import torch.distributed._functional_collectives as fc
 

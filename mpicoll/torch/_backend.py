@@ -26,10 +26,11 @@ from ._arguments import started as _started
 from ._arguments import tensors as _tensors
 from ._arguments import timeout as _timeout
 from ._names import GroupNames
+from ._shrinking import Shrinking
 from ._work import TorchWork
 
 
-class Collectives(GroupNames):
+class Collectives(GroupNames, Shrinking):
     """The backend's collectives, under the names torch's trampolines call: those of a
     Python ProcessGroup (2.13 on) and of a Python c10d Backend (2.15), which are alike."""
 
@@ -143,7 +144,6 @@ class Collectives(GroupNames):
 
     supports_coalescing = False
     supports_splitting = False
-    supports_shrinking = False
 
     def gather_single(self, output: Any, input: Any, opts: Any = None) -> Any:
         """torch 2.15's gather_single: ``output`` is an empty placeholder off the root."""

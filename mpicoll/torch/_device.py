@@ -13,6 +13,7 @@ import sys
 
 from torch._C._distributed_c10d import Backend as _C10dBackend
 
+from . import _shrinking
 from ._backend import Collectives
 
 
@@ -33,6 +34,8 @@ def _per_device() -> type | None:
 
 
 MpicollBackend = _per_device()
+if MpicollBackend is not None:
+    _shrinking.backend_class.append(MpicollBackend)  # what a shrunk group is handed back as
 
 
 def other_devices() -> bool:
