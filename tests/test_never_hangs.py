@@ -114,7 +114,8 @@ def test_one_ctrl_c_stops_a_stuck_job(n):
         # MPICH's mpiexec forwards SIGINT to the ranks and passes their status on
         assert rc == 130, err
         assert "received SIGINT while waiting" in err, err
-        assert ("in all_reduce #2 on group '0'" in err or "in broadcast #2 on group '0'" in err)
+        # (each rank reports; the job may end before both reports are written)
+        assert "in all_reduce #2 on group '0'" in err or "in recv on group '0'" in err, err
     assert elapsed < ENDS_WITHIN, f"the job took {elapsed:.1f} s to end after the signal"
 
 

@@ -1,5 +1,8 @@
-"""Every rank waits in a collective that cannot complete (rank 0 reduces, the others
-broadcast), after rank 0 printed "ready": for the Ctrl-C and SIGTERM tests."""
+"""Every rank waits in an operation that cannot complete, after rank 0 printed "ready":
+rank 0 in an all_reduce the others never join, the others in a receive from rank 0 that
+never comes (not in another collective: a library may match two different collectives'
+messages, as Open MPI's libnbc does an all_reduce with a broadcast at 2 ranks, and so
+complete them). For the Ctrl-C and SIGTERM tests."""
 import numpy as np
 
 import mpicoll as dist
@@ -10,5 +13,5 @@ if dist.get_rank() == 0:
 if dist.get_rank() == 0:
     dist.all_reduce(np.ones(4))
 else:
-    dist.broadcast(np.ones(4), src=0)
+    dist.recv(np.ones(4), src=0)
 print("unreachable", flush=True)
