@@ -309,7 +309,7 @@ def test_repeated_calls_take_the_lean_path_and_stay_right(via, rank, size, monke
         "all_to_all": (mj.all_to_all_single,
                        lambda xs: np.concatenate([x[2 * rank:2 * rank + 2] for x in xs])),
     }
-    for kind, (fn, reference) in forms.items():
+    for fn, reference in forms.values():
         step = _jit(fn)
         for salt in range(4):
             xs = _every(shape, salt=salt + 7, size=size)

@@ -507,7 +507,7 @@ def test_sizes_that_disagree_raise_size_mismatch(rank, size):
     outs = [torch.zeros(2) for _ in range(size)]
     ins = [torch.ones(3 if rank == 1 and j == 0 else 2) for j in range(size)]
     if rank == 0:
-        with pytest.raises(SizeMismatch, match="all_to_all: .*output_tensor_list"):
+        with pytest.raises(SizeMismatch, match=r"all_to_all: .*output_tensor_list"):
             tdist.all_to_all(outs, ins)
     else:
         tdist.all_to_all(outs, ins)

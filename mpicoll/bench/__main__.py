@@ -24,7 +24,8 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    command = argv[0] if argv[:1] and argv[0] in ("plot", "overhead", "nonblocking", "list") else None
+    commands = ("plot", "overhead", "nonblocking", "list")
+    command = argv[0] if argv[:1] and argv[0] in commands else None
     ap = argparse.ArgumentParser(prog=" ".join(filter(None, ["python -m mpicoll.bench",
                                                              command])))
     if command == "plot":

@@ -24,9 +24,9 @@ import mpicoll as _m
 from .. import _env
 from .._collectives import _reduce, all_gather, all_to_all, reduce_scatter
 from .._collectives._call import exchanged, may_share_memory, quick
+from .._collectives.reduce_op import ReduceOp
 from .._mpi import MPI
 from .._pending import pending
-from .._collectives.reduce_op import ReduceOp
 from .._process_group import ProcessGroup, resolve
 
 

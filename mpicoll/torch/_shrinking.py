@@ -6,9 +6,8 @@ from typing import Any
 
 import mpicoll
 
-
 # the c10d Backend class a shrunk group is handed back as: filled by mpicoll.torch._device on
-# a torch whose Backend a Python class can extend (2.15); None elsewhere
+# a torch whose Backend a Python class can extend (2.15); empty elsewhere
 backend_class: list[type] = []
 
 
