@@ -61,7 +61,7 @@ test-openmpi:
 ## FutureWarning or DeprecationWarning from mpicoll.
 TORCH_NEWEST ?= 2.15.0
 TVENV        := .venv-torch-newest
-TORCH_TESTS  := tests/test_torch_backend.py tests/test_torch_complete.py \
+TORCH_TESTS  := tests/test_torch_backend.py tests/test_torch_complete.py tests/test_trace_torch.py \
                 tests/test_signatures.py tests/test_torch_warnings.py tests/test_new_calls.py \
                 tests/test_size_mismatch.py tests/test_serve_as_mpi.py \
                 tests/test_device_backends.py tests/test_examples.py

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 # the runtime's top layer registers its start-up and exit hooks with the layers below
 # (it starts no MPI and imports no framework or numpy)
-from . import _lifecycle  # noqa: F401
+from . import (
+    _lifecycle,  # noqa: F401
+    _record_dump,
+)
+from ._trace import torch_format as _torch_format
+
+# the flight recorder's dumps also carry torch's format, for torch's own analyzer
+_record_dump.formats.append(_torch_format.to_torch)
 
 # Public name -> module that defines it. Modules load on first attribute
 # access, so ``import mpicoll`` neither initialises MPI nor imports numpy.
@@ -44,6 +51,7 @@ _LAZY = {
     **dict.fromkeys(["all_gather_coalesced", "all_reduce_coalesced"],
                     "._collectives.coalesced"),
     "Work": "._work",
+    "dump_trace": "._record_dump",
     **dict.fromkeys(["PersistentCollective", "all_gather_into_tensor_init", "all_reduce_init",
                      "all_to_all_single_init", "broadcast_init", "reduce_scatter_tensor_init"],
                     "._collectives.persistent"),
@@ -99,6 +107,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and readers
     )
     from ._process import default_pg_timeout, get_node_local_rank, is_available
     from ._process_group import GroupMember, ProcessGroup, group
+    from ._record_dump import dump_trace
     from ._work import Work
 
 __version__ = "0.1.0"
@@ -131,6 +140,7 @@ __all__ = [
     "broadcast_object_list",
     "default_pg_timeout",
     "destroy_process_group",
+    "dump_trace",
     "gather",
     "gather_into_tensor",
     "gather_object",

@@ -1,4 +1,8 @@
-"""``python -m mpicoll info``: versions, MPI standard, thread level, GPU-awareness, frameworks."""
+"""``python -m mpicoll info``: versions, MPI standard, thread level, GPU-awareness, frameworks.
+
+``python -m mpicoll trace DIR``: the flight-recorder dumps of a job (mpicoll/_trace/cli.py).
+Nothing here starts MPI at import: ``trace`` runs where no MPI job can start.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,8 @@ import sys
 
 import mpi4py
 
-from . import __version__, _polling
-from ._adapter.device import gpu_aware
-from ._collectives import _choices
-from ._process_group import default_group
+from . import __version__
+from ._trace import cli as trace_cli
 
 _FRAMEWORKS = [("numpy", "numpy"), ("torch", "torch"), ("paddle", "paddlepaddle"),
                ("cupy", "cupy"), ("jax", "jax")]
@@ -29,9 +31,13 @@ def _version(dist: str) -> str | None:
 
 def info() -> list[tuple[str, str]]:
     """The facts ``info`` prints, as (label, value) pairs."""
-    # lazy: these start MPI, which `python -m mpicoll --help` (or a wrong command) must not
+    # lazy: these start MPI or import numpy, which `--help`, `trace` and a wrong command must not
+    from . import _polling
+    from ._adapter.device import gpu_aware
+    from ._collectives import _choices
     from ._collectives._persistent import available
     from ._mpi import MPI, NETMOD_CHOICE
+    from ._process_group import default_group
 
     rows = [("mpicoll", __version__), ("mpi4py", mpi4py.__version__),
             ("MPI library", MPI.Get_library_version().splitlines()[0].strip()),
@@ -65,8 +71,15 @@ def info() -> list[tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mpicoll")
-    parser.add_argument("command", choices=["info"], help="what to show")
-    parser.parse_args(argv)
+    parser.add_argument("command", choices=["info", "trace"],
+                        help="info: this installation; trace DIR: a job's flight-recorder "
+                             "dumps (python -m mpicoll trace --help)")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    ns = parser.parse_args(argv)
+    if ns.command == "trace":
+        return trace_cli.main(ns.args)
+    if ns.args:
+        parser.error(f"info takes no arguments, got {' '.join(ns.args)}")
     rows = info()
     width = max(len(k) for k, _ in rows)
     for key, value in rows:

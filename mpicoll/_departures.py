@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any
 
-from . import _departed
+from . import _departed, _record_dump
 from ._departed import left
 from ._monitor import monitor
 from ._process_group import all_groups
@@ -65,6 +65,7 @@ def setup(world: Any) -> None:
     _ctrl = world.Dup()
     monitor.sources.append(poll)
     monitor.laggards = laggards
+    monitor.dump_others = ask_to_dump
     monitor.start()
 
 
@@ -159,7 +160,7 @@ def poll(now: float) -> None:
         why = _departed.blocked(op.name, op.group, op.seq, op.peer)
         if why:
             monitor.abort(f"cannot finish {op.describe()} (waiting {now - op.start:.1f} s): "
-                          f"{why}", _departed.status(), stacks=False)
+                          f"{why}", _departed.status(), stacks=False, reason="departure")
 
 
 def _answer_queries() -> None:
@@ -175,7 +176,44 @@ def _answer_queries() -> None:
 
 def _reply(asked: Any, src: int) -> None:
     pg = next((g for g in all_groups() if g.key == asked), None)
+    # a peer timed out and is about to end the job: this rank's flight record is written
+    # first (where MPICOLL_TRACE_DIR asks for it), so that every rank's is there to read,
+    # not only those of the ranks that timed out themselves
+    try:
+        _record_dump.dump("peer-timeout")
+    except Exception as e:
+        sys.stderr.write(f"mpicoll: could not write the flight record: {e}\n")
     _ctrl.send(None if pg is None else pg.seq, dest=src, tag=REPLY)
+
+
+def _ask(peers: list[int], key: Any, patience: float) -> dict[int, Any]:
+    """Send QUERY ``key`` (a group's key, or None) to ``peers`` (global ranks); their
+    answers, as many as arrive within ``patience`` seconds. A peer writes its flight
+    record before it answers (:func:`_reply`)."""
+    for g in peers:
+        _ctrl.send(key, dest=g, tag=QUERY)
+    answers: dict[int, Any] = {}
+    status = _MPI.Status()
+    deadline = time.monotonic() + patience
+    while len(answers) < len(peers) and time.monotonic() < deadline:
+        _answer_queries()  # peers that time out too ask this rank at the same moment
+        msg = _ctrl.improbe(_MPI.ANY_SOURCE, REPLY, status)
+        if msg is None:
+            time.sleep(0.01)
+            continue
+        answers[status.Get_source()] = msg.recv()
+    return answers
+
+
+def ask_to_dump(patience: float = 2.0) -> None:
+    """Before this rank ends the job (a timeout of a message, an uncaught exception):
+    where MPICOLL_TRACE_DIR asks for flight records, have every other rank write its own
+    (their monitor threads answer even while their main threads are blocked in MPI), for
+    at most ``patience`` seconds. MPI_Abort would end them before their exit dump."""
+    if _ctrl is None or _record_dump.folder() is None:
+        return
+    me = _ctrl.Get_rank()
+    _ask([g for g in range(_ctrl.Get_size()) if g != me and g not in left], None, patience)
 
 
 def laggards(pg: Any, seq: int, patience: float = 2.0) -> str:
@@ -188,18 +226,7 @@ def laggards(pg: Any, seq: int, patience: float = 2.0) -> str:
     if _ctrl is None or pg is None:
         return ""
     peers = [g for g in pg.ranks if g != _ctrl.Get_rank() and g not in left]
-    for g in peers:
-        _ctrl.send(pg.key, dest=g, tag=QUERY)
-    answers: dict[int, Any] = {}
-    status = _MPI.Status()
-    deadline = time.monotonic() + patience
-    while len(answers) < len(peers) and time.monotonic() < deadline:
-        _answer_queries()  # peers that time out too ask this rank at the same moment
-        msg = _ctrl.improbe(_MPI.ANY_SOURCE, REPLY, status)
-        if msg is None:
-            time.sleep(0.01)
-            continue
-        answers[status.Get_source()] = msg.recv()
+    answers = _ask(peers, pg.key, patience)
     behind = {g: n for g, n in answers.items() if n is not None and n < seq}
     parts = []
     if behind:

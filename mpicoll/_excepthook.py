@@ -13,7 +13,8 @@ import time
 import traceback
 from typing import Any
 
-from . import _env
+from . import _env, _record_dump
+from ._monitor import monitor
 
 
 def _uncapture(etype: Any, value: Any, tb: Any) -> None:
@@ -30,6 +31,20 @@ def _uncapture(etype: Any, value: Any, tb: Any) -> None:
     text = captured() if captured is not None else ""
     real.write(text or "".join(traceback.format_exception(etype, value, tb)))
     sys.stderr = real
+
+
+def _dump(rank: int) -> None:
+    """Write this rank's flight record, and have the others write theirs, where
+    MPICOLL_TRACE_DIR asks for them: the abort would end the others first."""
+    try:
+        path = _record_dump.dump("exception")
+        monitor.dump_others()
+    except Exception as e:
+        sys.stderr.write(f"mpicoll: rank {rank} could not write its flight record: {e}\n")
+    else:
+        if path:
+            sys.stderr.write(f"mpicoll: rank {rank} flight record written to {path}; the "
+                             "other ranks were asked to write theirs\n")
 
 
 def install(MPI: Any) -> None:
@@ -53,6 +68,7 @@ def install(MPI: Any) -> None:
         sys.stderr.write(f"mpicoll: uncaught exception on rank {rank}; aborting the job "
                          f"with status {status} ({etype.__name__}; set "
                          "MPICOLL_ABORT_ON_EXCEPTION=0 to disable)\n")
+        _dump(rank)
         sys.stderr.flush()
         time.sleep(0.5)  # let the launcher forward the traceback before the job is killed
         MPI.COMM_WORLD.Abort(status)

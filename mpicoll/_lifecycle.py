@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from . import _departures, _excepthook, _polling, _signals
+from . import _departures, _excepthook, _polling, _record_dump, _signals
 from ._monitor import monitor
 from ._process_group import at_birth
 from ._progress import drain
@@ -46,8 +46,18 @@ def at_exit() -> None:
     if os.getpid() != _pid or mpi().Is_finalized():
         return
     drain()
+    _dump("exit")
     _departures.announce(_known_status())
     monitor.stop()
+
+
+def _dump(reason: str) -> None:
+    """Write the flight record where MPICOLL_TRACE_DIR asks for it; never fail the exit."""
+    try:
+        _record_dump.dump(reason)
+    except Exception as e:
+        sys.stderr.write(f"mpicoll: rank {mpi().COMM_WORLD.Get_rank()} could not write its "
+                         f"flight record: {e}\n")
 
 
 def _known_status() -> int:
@@ -78,7 +88,8 @@ def _register_exit() -> None:
 def _started(MPI: Any) -> None:
     """MPI has started (once)."""
     _excepthook.install(MPI)
-    _register_exit()  # at any size: the progress thread runs at size 1 too
+    _register_exit()
+    _signals.install_dump()  # at any size: the progress thread runs at size 1 too
     if MPI.COMM_WORLD.Get_size() > 1:
         _signals.install()
 

@@ -26,6 +26,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from . import _record_dump, _recorder
 from ._start import mpi
 from ._watched import Op, watched
 
@@ -43,6 +44,8 @@ class Monitor:
         self.sources: list[Callable[[float], None]] = []
         # at a timeout of a collective: who had not arrived (a sentence, or '')
         self.laggards: Callable[[Any, int], str] = lambda group, seq: ""
+        # before this rank ends the job: have the others write their flight records
+        self.dump_others: Callable[[], None] = lambda: None
 
     def start(self, wake_fd: int | None = None,
               on_wake: Callable[[int], None] | None = None) -> None:
@@ -89,18 +92,25 @@ class Monitor:
                 source(now)
 
     def _timed_out(self, op: Op, now: float) -> None:
-        who = self.laggards(op.group, op.seq) if op.peer is None else ""
+        if op.peer is None:
+            who = self.laggards(op.group, op.seq)
+        else:  # a message: the other ranks are asked only to write their flight records
+            who = self.dump_others() or ""
         self.abort(f"stuck for {now - op.start:.1f} s (timeout {op.deadline - op.start:g} s) "
                    f"in {op.describe()}"
-                   + (f"\nmpicoll watchdog: ranks of the group: {who}" if who else ""), 3)
+                   + (f"\nmpicoll watchdog: ranks of the group: {who}" if who else ""), 3,
+                   reason="timeout")
 
-    def abort(self, what: str, status: int, stacks: bool = True) -> None:
-        """Report ``what`` this rank is doing, the last operations and stacks; end the job."""
+    def abort(self, what: str, status: int, stacks: bool = True,
+              reason: str = "abort") -> None:
+        """Report ``what`` this rank is doing, the last operations and stacks; write the
+        flight record (``reason``: why, in the dump); end the job."""
         MPI = mpi()
         rank = MPI.COMM_WORLD.Get_rank()
         lines = [f"mpicoll watchdog: rank {rank} {what}",
                  f"mpicoll watchdog: rank {rank} last completed operations (oldest first):"]
         lines += [f"  {h}" for h in watched.history()] or ["  (none)"]
+        lines += _dumped(rank, reason)
         sys.stderr.write("\n".join(lines) + "\n")
         if stacks:
             lines = [f"mpicoll watchdog: rank {rank} Python stacks:"]
@@ -118,6 +128,20 @@ class Monitor:
         # MPI_Abort should not return; where it does (seen: MPICH under srun --mpi=pmi2,
         # after Slurm's SIGTERM), end this process here: never report twice
         os._exit(status)
+
+
+def _dumped(rank: int, reason: str) -> list[str]:
+    """Write the flight record, where MPICOLL_TRACE_DIR asks for it: the report's lines."""
+    try:
+        path = _record_dump.dump(reason)
+    except Exception as e:  # the report and the abort come first
+        return [f"mpicoll watchdog: rank {rank} could not write its flight record: {e}"]
+    if path is None:
+        return [] if _recorder.ring is None else [
+            f"mpicoll watchdog: set MPICOLL_TRACE_DIR=<dir> to keep each rank's last "
+            f"{_recorder.capacity} operations for `python -m mpicoll trace <dir>`"]
+    return [f"mpicoll watchdog: rank {rank} flight record written to {path}; read every "
+            f"rank's with: python -m mpicoll trace {os.path.dirname(path)}"]
 
 
 monitor = Monitor()

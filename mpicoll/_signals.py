@@ -8,6 +8,10 @@ the main thread does not handle the signal itself within a moment (it is in
 an mpicoll wait, or stuck elsewhere in C), the monitor reports where this rank
 is and ends the job with status 128 + the signal's number.
 
+SIGUSR1 writes this rank's flight record (``_recorder``) where the program has not
+claimed SIGUSR1: from the monitor thread when the wake-up pipe is ours (so a main
+thread stuck in MPI still answers), else from the main thread's handler.
+
 Installed only from the main thread, and only over Python's defaults: SIGINT's
 ``default_int_handler`` (still raising KeyboardInterrupt) and SIGTERM's
 ``SIG_DFL`` (still ending the process by SIGTERM, after a message). A program
@@ -23,6 +27,7 @@ import threading
 import time
 from typing import Any
 
+from . import _record_dump, _recorder
 from ._monitor import monitor
 from ._start import mpi
 from ._watched import watched
@@ -66,9 +71,37 @@ def install() -> None:
     monitor.start(wake_fd=r, on_wake=arrived)
 
 
+def install_dump() -> None:
+    """SIGUSR1 dumps the flight record, where SIGUSR1 is still the default (which would
+    end the process); from the main thread, at any world size."""
+    usr1 = getattr(signal, "SIGUSR1", None)
+    if (usr1 is None or _recorder.ring is None
+            or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(usr1) != signal.SIG_DFL):
+        return
+    signal.signal(usr1, _on_sigusr1)
+
+
+def _on_sigusr1(signum: int, frame: Any) -> None:
+    if not _installed:  # no wake-up pipe of ours: the monitor does not see the signal
+        _dump_now()
+
+
+def _dump_now() -> None:
+    try:
+        path = _record_dump.dump("request")
+    except Exception as e:
+        _say(f"could not write its flight record on SIGUSR1: {e}")
+        return
+    _say(f"wrote its flight record to {path}" if path else
+         "received SIGUSR1 but MPICOLL_TRACE_DIR is not set: no flight record written")
+
+
 def _forget_in_child() -> None:
     """After fork, in the child: Python's own signal handling back, no wake-up pipe."""
     try:
+        if signal.getsignal(getattr(signal, "SIGUSR1", 0)) is _on_sigusr1:
+            signal.signal(signal.SIGUSR1, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
         if signal.getsignal(signal.SIGINT) is _on_sigint:
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -110,6 +143,8 @@ def arrived(signum: int) -> None:
     """The monitor read ``signum`` from the wake-up pipe."""
     if signum in (signal.SIGINT, signal.SIGTERM):
         _arrived[signum] = time.monotonic()
+    elif signum == getattr(signal, "SIGUSR1", None) and signal.getsignal(signum) is _on_sigusr1:
+        _dump_now()
 
 
 def _tick(now: float) -> None:
@@ -125,4 +160,4 @@ def _tick(now: float) -> None:
         name = signal.Signals(signum).name
         where = (f"while waiting {now - mine[0].start:.1f} s in {mine[0].describe()}" if mine
                  else "while the main thread was stuck outside Python")
-        monitor.abort(f"received {name} {where}", 128 + signum)
+        monitor.abort(f"received {name} {where}", 128 + signum, reason="signal")

@@ -15,6 +15,8 @@ from ._describe import mpi_error
 from ._mpi import MPI
 from ._ordering import MEMORY, memory_of
 from ._pending import pending
+from ._recorder import done as _recorded
+from ._recorder import waiting as _waiting
 from ._wait import wait_requests
 
 _issued = itertools.count()
@@ -30,12 +32,13 @@ class Work:
     """
 
     __slots__ = ("_done", "_exc", "_explain", "_finalize", "_keep", "_mem", "_n", "_on_status",
-                 "_outputs", "_reqs", "_source", "group", "op", "peer", "seq")
+                 "_outputs", "_rec", "_reqs", "_source", "group", "op", "peer", "seq")
 
     def __init__(self, op: str, reqs: list[Any], finalize: Callable[[], Any] | None = None,
                  keep: Any = None, outputs: list[Any] | None = None, group: Any = None,
                  seq: int = 0, on_status: Callable[[Any], int] | None = None,
-                 peer: int | None = None, explain: Callable[[], Any] | None = None) -> None:
+                 peer: int | None = None, explain: Callable[[], Any] | None = None,
+                 rec: list | None = None) -> None:
         self.op = op
         # on an MPI error, called first: what it raises replaces MPI's error (the counts
         # that explain a truncated message: _collectives/_sizes)
@@ -52,6 +55,7 @@ class Work:
         self.seq = seq
         self.peer = peer
         self._mem: tuple[list[Any], list[Any]] | None = None
+        self._rec = rec  # the flight recorder's record (_recorder), or None
         self._n = next(_issued)
         if reqs:
             pending[id(self)] = self
@@ -77,6 +81,7 @@ class Work:
 
     def _complete(self, status: Any = None) -> None:
         pending.pop(id(self), None)
+        _recorded(self._rec)
         self._done = True
         self._mem = None
         if not pending:
@@ -92,6 +97,7 @@ class Work:
 
     def _fail(self, e: BaseException) -> None:
         pending.pop(id(self), None)
+        _recorded(self._rec, False)
         self._done = True
         self._mem = None
         if not pending:
@@ -120,6 +126,7 @@ class Work:
         """
         if not self._done:
             status = self._status()
+            _waiting(self._rec)
             try:
                 wait_requests(self._reqs, self.op, self.group, self.seq, self._keep, timeout,
                               status, self.peer)

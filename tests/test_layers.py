@@ -24,7 +24,7 @@ LAYERS = [
     ("foundation", {"errors", "_env", "_mpi", "_start", "_tags", "_process", "_describe"}),
     ("process groups", {"_process_group"}),
     ("requests and waiting", {"_pending", "_progress", "_watched", "_polling", "_wait",
-                              "_ordering", "_work", "_departed"}),
+                              "_ordering", "_work", "_departed", "_recorder", "_record_dump"}),
     ("monitor", {"_monitor", "_departures", "_signals"}),
     ("lifecycle", {"_excepthook", "_lifecycle"}),
 ]

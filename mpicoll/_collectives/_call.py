@@ -16,6 +16,7 @@ from .._describe import mpi_error
 from .._env import settings as _settings
 from .._mpi import MPI
 from .._pending import pending as _pending
+from .._recorder import done, issued, waiting
 from .._wait import wait_requests
 from .._work import Work
 from . import _large
@@ -44,39 +45,48 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     if _settings().check:
         verify(op, group, sig() if sig is not None else {})
     comm = group.comm
+    rec = issued(op, group, seq, args)
     if _large.MPI3 and _large.too_big(args):
         # counts above INT_MAX on an MPI-3 library: rewritten, and done before returning
         try:
             _large.call(comm, method, args)
         except MPI.Exception as e:
+            done(rec, False)
             raise mpi_error(op, e, args) from e
         if sizes is not None:  # its peers post the counts after their data: so here too
             with_sizes(op, group, seq, MPI.REQUEST_NULL, args, sizes, finalize, False,
-                       outputs, keep)
-        elif finalize is not None:
-            finalize()
+                       outputs, keep, rec)
+        else:
+            done(rec)
+            if finalize is not None:
+                finalize()
         return Work.completed(op, outputs) if async_op else None
     # always MPI's nonblocking call: a blocking collective never matches a nonblocking
     # one, and ranks may differ in async_op
     try:
         req = getattr(comm, _NONBLOCKING.get(method) or _nonblocking(method))(*args)
     except MPI.Exception as e:
+        done(rec, False)
         raise mpi_error(op, e, args, _large_hint(args)) from e
     if sizes is not None:
-        return with_sizes(op, group, seq, req, args, sizes, finalize, async_op, outputs, keep)
+        return with_sizes(op, group, seq, req, args, sizes, finalize, async_op, outputs, keep,
+                          rec)
     if async_op:
         return Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group,
-                    seq=seq)
+                    seq=seq, rec=rec)
     # blocking: Work.wait's wait, without making a Work; a request complete at once (a
     # small message whose peers were there) needs no watching
     try:
         if not req.Test():
+            waiting(rec)
             wait_requests([req], op, group, seq, args)
     except MPI.Exception as e:
+        done(rec, False)
         raise mpi_error(op, e, args) from e
     except BaseException:
-        interrupted(op, req, group, seq, args, finalize, outputs, keep)
+        interrupted(op, req, group, seq, args, finalize, outputs, keep, rec)
         raise
+    done(rec)
     if finalize is not None:
         finalize()
     return None
@@ -89,23 +99,28 @@ def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = N
     seq = group.seq = group.seq + 1
     if _departed.left:
         _departed.check(op, group, seq)
+    rec = issued(op, group, seq, args)
     if sizes is not None:
         try:
             req = getattr(group.comm, method)(*args)
         except MPI.Exception as e:
+            done(rec, False)
             raise mpi_error(op, e, args) from e
-        with_sizes(op, group, seq, req, args, sizes, None, False, None, None)
+        with_sizes(op, group, seq, req, args, sizes, None, False, None, None, rec)
         return
     req = None
     try:
         req = getattr(group.comm, method)(*args)
         if not req.Test():
+            waiting(rec)
             wait_requests([req], op, group, seq, args)
     except MPI.Exception as e:
+        done(rec, False)
         raise mpi_error(op, e, args) from e
     except BaseException:
-        interrupted(op, req, group, seq, args)
+        interrupted(op, req, group, seq, args, rec=rec)
         raise
+    done(rec)
 
 
 def quick_then_copy(op: str, group: Any, method: str, args: tuple,

@@ -18,6 +18,7 @@ from .._env import settings, warn_once
 from .._mpi import MPI
 from .._ordering import memory_of, ordered
 from .._pending import pending
+from .._recorder import done, issued, waiting
 from .._wait import wait_requests
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
@@ -132,8 +133,7 @@ class PersistentCollective:
             RuntimeError: the previous start is still pending, or after ``free()``.
             ValueError: a tensor was reallocated, resized or changed dtype.
         """
-        if self._work is not None:
-            self._settle()
+        self._work is not None and self._settle()
         if self._freed:
             raise RuntimeError(f"{self._name}: used after free()")
         pg = self.group
@@ -160,27 +160,32 @@ class PersistentCollective:
         seq = next_seq(self._name, pg)
         if settings().check:
             verify(self._name, pg, self._sig() if self._sig is not None else {})
+        rec = issued(self._name, pg, seq, self._args, depth=2)  # (called by the user)
         try:
             req.Start()
         except MPI.Exception as e:
+            done(rec, False)
             raise mpi_error(self._name, e, self._args) from e
         if async_op:
             work = self._work = Work(self._name, self._reqs, self._finish, keep=self._args,
-                                     outputs=self._outputs, group=pg, seq=seq)
+                                     outputs=self._outputs, group=pg, seq=seq, rec=rec)
             return work
         try:
             for _ in _SPIN:
                 if req.Test():
                     break
             else:  # not done yet: the one watched wait
+                waiting(rec)
                 wait_requests(self._reqs, self._name, pg, seq, self._args)
         except MPI.Exception as e:
+            done(rec, False)
             raise mpi_error(self._name, e, self._args) from e
         except BaseException:
             # still running: later starts must see it pending
             self._work = Work(self._name, self._reqs, self._finish, keep=self._args,
-                              outputs=self._outputs, group=pg, seq=seq)
+                              outputs=self._outputs, group=pg, seq=seq, rec=rec)
             raise
+        done(rec)
         fin = self._finish
         if fin is not None:
             fin()

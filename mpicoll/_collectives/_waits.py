@@ -8,6 +8,7 @@ from typing import Any
 
 from .._describe import mpi_error
 from .._mpi import MPI
+from .._recorder import done, waiting
 from .._wait import wait_requests
 from .._work import Work
 from ._sizes import Sizes
@@ -15,18 +16,21 @@ from ._sizes import Sizes
 
 def interrupted(op: str, req: Any, group: Any, seq: int, args: tuple,
                 finalize: Callable[[], Any] | None = None, outputs: list[Any] | None = None,
-                keep: Any = None) -> None:
+                keep: Any = None, rec: list | None = None) -> None:
     """A blocking call's wait was interrupted (KeyboardInterrupt raised between its
     Tests): MPI still owns the buffers, so the request becomes a pending Work (its
     buffers kept alive; completed by a later wait on the group, or at exit), as if the
     call had been made with ``async_op=True``."""
     if req:  # still active (a completed request is MPI_REQUEST_NULL)
-        Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group, seq=seq)
+        Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group, seq=seq,
+             rec=rec)
+    else:
+        done(rec, False)  # (not posted: MPI's error)
 
 
 def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Sizes,
                finalize: Callable[[], Any] | None, async_op: bool,
-               outputs: list[Any] | None, keep: Any) -> Work | None:
+               outputs: list[Any] | None, keep: Any, rec: list | None = None) -> Work | None:
     """The rest of :func:`issue` once the data's request ``req`` is posted: post the
     counts' collective beside it, wait for both (or return their Work), compare the
     counts, then ``finalize``."""
@@ -35,7 +39,7 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         creq, crecv = sizes.post(comm)
     except MPI.Exception as e:
         # the data's request is posted: it becomes a pending Work, its buffers kept
-        interrupted(op, req, group, seq, args, finalize, outputs, keep)
+        interrupted(op, req, group, seq, args, finalize, outputs, keep, rec)
         raise mpi_error(op, e, args) from e
 
     def compared() -> None:
@@ -53,14 +57,16 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
 
     if async_op:
         return Work(op, [req, creq], compared, keep=(args, keep, crecv), outputs=outputs,
-                    group=group, seq=seq, explain=explain)
+                    group=group, seq=seq, explain=explain, rec=rec)
     reqs = [req, creq]
     try:
         if not (req.Test() and creq.Test()):  # (Test of a completed request: True)
+            waiting(rec)
             wait_requests(reqs, op, group, seq, args)
     except MPI.Exception as e:
         # an MPI that reports the mismatch itself (Open MPI: a truncated message): the
         # counts, where they have arrived, say more
+        done(rec, False)
         explain()
         raise mpi_error(op, e, args) from e
     except BaseException:
@@ -68,8 +74,13 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         # pending Work, as if the call had been made with async_op=True
         if req or creq:
             Work(op, [req, creq], compared, keep=(args, keep, crecv), outputs=outputs,
-                 group=group, seq=seq, explain=explain)
+                 group=group, seq=seq, explain=explain, rec=rec)
         raise
-    compared()
+    try:
+        compared()
+    except BaseException:
+        done(rec, False)  # (the counts disagreed: SizeMismatch)
+        raise
+    done(rec)
     return None
 

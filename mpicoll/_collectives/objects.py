@@ -10,6 +10,7 @@ from .._describe import mpi_error
 from .._env import settings as _settings
 from .._mpi import MPI
 from .._process_group import ProcessGroup, resolve
+from .._recorder import done, issued
 from .._wait import timeout_for
 from .._watched import watched
 from ..errors import ArgumentTypeError as _Type
@@ -45,13 +46,20 @@ def call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = None
         verify(op, pg, {})  # peers must be in the same object collective
     if peer is not None and _departed.left:
         _departed.check_peer(op, pg, peer)
+    rec = issued(op, pg, seq, (), peer)
     token = watched.begin(op, pg, seq, None, timeout_for(pg), peer)
     try:
-        return fn(*args, **kw)
+        out = fn(*args, **kw)
     except MPI.Exception as e:
+        done(rec, False)
         raise mpi_error(op, e) from e
+    except BaseException:
+        done(rec, False)
+        raise
     finally:
         watched.end(token)
+    done(rec)
+    return out
 
 
 def all_gather_object(object_list: list[Any], obj: Any, group: Any = None,

@@ -10,6 +10,7 @@ from .._adapter.dtypes import mpi_datatype
 from .._describe import mpi_error
 from .._mpi import MPI
 from .._process_group import ProcessGroup, resolve
+from .._recorder import done, issued
 from .._work import Work
 from ..errors import ArgumentTypeError as _Type
 from ..errors import ArgumentValueError as _Value
@@ -73,16 +74,28 @@ def _send_work(op: str, prepared: tuple[ProcessGroup, int, Any, int], tensor: An
     pg, rank = prepared[0], prepared[1]
     if _departed.left:
         _departed.check_peer(op, pg, rank)
-    req = _post(op, prepared, False)
+    arr = prepared[2].array
+    rec = issued(op, pg, 0, ((None, arr.size, arr.dtype),), rank)
+    try:
+        req = _post(op, prepared, False)
+    except BaseException:
+        done(rec, False)
+        raise
     pg.sent[rank] = pg.sent.get(rank, 0) + 1
-    return Work(op, [req], keep=prepared[2], outputs=[tensor], group=pg, peer=rank)
+    return Work(op, [req], keep=prepared[2], outputs=[tensor], group=pg, peer=rank, rec=rec)
 
 
 def _recv_work(op: str, prepared: tuple[ProcessGroup, int, Any, int], tensor: Any) -> Work:
     pg, rank, buf = prepared[0], prepared[1], prepared[2]
     if _departed.left:
         _departed.check_peer(op, pg, rank)
-    req = _post(op, prepared, True)
+    arr = buf.array
+    rec = issued(op, pg, 0, (None, (None, arr.size, arr.dtype)), rank)
+    try:
+        req = _post(op, prepared, True)
+    except BaseException:
+        done(rec, False)
+        raise
 
     def arrived(status: Any) -> int:
         src = status.Get_source()
@@ -90,7 +103,8 @@ def _recv_work(op: str, prepared: tuple[ProcessGroup, int, Any, int], tensor: An
         buf.commit()
         return pg.ranks[src]
 
-    return Work(op, [req], keep=buf, outputs=[tensor], group=pg, on_status=arrived, peer=rank)
+    return Work(op, [req], keep=buf, outputs=[tensor], group=pg, on_status=arrived, peer=rank,
+                rec=rec)
 
 
 def send(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,

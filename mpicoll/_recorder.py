@@ -1,0 +1,120 @@
+"""The flight recorder: a ring of this rank's last operations, dumped when a job ends.
+
+Every operation mpicoll issues (collectives, point-to-point, object collectives, on
+every face) is noted here when it is handed to MPI, and again when its wait starts and
+when it completes or fails. The ring keeps the last ``MPICOLL_TRACE_ENTRIES`` (2000 by
+default, as torch's flight recorder; 0 turns recording off). With
+``MPICOLL_TRACE_DIR=<dir>`` each rank writes its ring there when the job ends: at a
+normal exit, when the watchdog ends it (timeout, departure, signal), when an uncaught
+exception aborts it, and on demand (``mpicoll.dump_trace``, SIGUSR1): :mod:`._record_dump`.
+``python -m mpicoll trace DIR`` reads the folder; so does torch's own analyzer.
+
+The hot path takes no lock: a record is a list made and appended to a bounded deque
+(atomic under the GIL), and the few fields set later are plain item stores. A record
+never holds the caller's buffers: only counts, MPI datatypes and ops, which are small.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import sys
+import time
+from typing import Any
+
+now = _now = time.time_ns  # wall clock: ranks on several hosts are compared
+_getframe = sys._getframe
+
+# a record's fields, in order (a list: the wait and completion fields are set later)
+ID, OP, GROUP, SEQ, PEER, META, FILE, LINE, ISSUED, WAIT, DONE, STATE = range(12)
+ISSUED_STATE, WAITING, COMPLETED, FAILED = "issued", "waiting", "completed", "failed"
+
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# frames that are not the user's call site: mpicoll's own, and torch.distributed's (its
+# c10d calls the torch backend)
+_inside: dict[str, bool] = {}
+
+
+def _capacity() -> int:
+    raw = os.environ.get("MPICOLL_TRACE_ENTRIES", "")
+    if not raw:
+        return 2000
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable MPICOLL_TRACE_ENTRIES={raw!r}: expected a "
+                         "number of operations (0 turns recording off)") from None
+    return max(n, 0)
+
+
+capacity = _capacity()
+ring: collections.deque[list[Any]] | None = (
+    collections.deque(maxlen=capacity) if capacity else None)
+_ids = itertools.count()
+
+
+def issued(op: str, group: Any, seq: int, args: tuple, peer: int | None = None,
+           depth: int = 3) -> list | None:
+    """Note an operation just handed to MPI (``args``: the MPI call's, buffers dropped);
+    returns its record, for :func:`waiting` and :func:`done`, or None when not recording.
+
+    The call site is the first frame outside mpicoll (and torch.distributed), looked for
+    from ``depth`` frames up: the shortest way from a user's call to here is the public
+    function, the issuing function, then this one (3); a persistent collective's start
+    is called by the user itself (2). Frames are made only from there up (each frame
+    made costs ~0.1 us)."""
+    if ring is None:
+        return None
+    try:
+        f = _getframe(depth)
+    except ValueError:  # (a shallower stack than any face makes)
+        f = None
+    while f is not None:
+        name = f.f_code.co_filename
+        inside = _inside.get(name)
+        if inside is None:
+            inside = _inside[name] = (name.startswith(_HERE) or
+                                      f"{os.sep}torch{os.sep}distributed{os.sep}" in name)
+        if not inside:
+            break
+        f = f.f_back
+    # the arguments without their buffers: a buffer specification (args[0], args[1]) by
+    # its count and datatype; what follows the buffers (roots, ops, counts) as it is
+    n = len(args)
+    s = args[0] if n else None
+    t = type(s)
+    if t is list or t is tuple:
+        s = s[1:] if len(s) > 2 else (getattr(s[0], "size", None), s[1])
+    elif t is not int:
+        s = None
+    r = args[1] if n > 1 else None
+    t = type(r)
+    if t is list or t is tuple:
+        r = r[1:] if len(r) > 2 else (getattr(r[0], "size", None), r[1])
+    elif t is not int:
+        r = None
+    if f is None:
+        rec = [next(_ids), op, group, seq, peer, (s, r, args[2:]), None, -1, _now(), None,
+               None, ISSUED_STATE]
+    else:
+        rec = [next(_ids), op, group, seq, peer, (s, r, args[2:]), f.f_code, f.f_lasti,
+               _now(), None, None, ISSUED_STATE]
+    ring.append(rec)
+    return rec
+
+
+def waiting(rec: list | None) -> None:
+    """The operation's wait starts (it was not complete at once)."""
+    if rec is not None and rec[WAIT] is None:
+        rec[WAIT] = _now()
+        rec[STATE] = WAITING
+
+
+def done(rec: list | None, ok: bool = True) -> None:
+    """The operation completed (``ok``) or failed."""
+    if rec is not None:
+        rec[DONE] = _now()
+        rec[STATE] = COMPLETED if ok else FAILED
+
+

@@ -1,0 +1,1 @@
+"""Reading flight-recorder dumps: python -m mpicoll trace."""

@@ -1,0 +1,20 @@
+"""Every rank makes 12 all_reduces and 4 all_to_all_singles; the last rank sleeps 30 ms
+before each call, so it arrives last every time. The job ends normally: each rank
+writes its flight record at exit (MPICOLL_TRACE_DIR)."""
+import time
+
+import numpy as np
+
+import mpicoll as dist
+
+rank, size = dist.get_rank(), dist.get_world_size()
+x = np.ones(1024, np.float32)
+out = np.empty(4 * size, np.float32)
+for i in range(16):
+    if rank == size - 1:
+        time.sleep(0.03)
+    if i % 4 == 3:
+        dist.all_to_all_single(out, np.ones(4 * size, np.float32))
+    else:
+        dist.all_reduce(x)
+print(f"rank {rank} done")

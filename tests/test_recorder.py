@@ -1,0 +1,138 @@
+"""The flight recorder: every call is recorded with its group, sequence number, dtype,
+counts, root or peer, the caller's file and line, timestamps and state (issue 35).
+
+Each rank dumps its own ring (``mpicoll.dump_trace``) into its own folder and reads it
+back; the expected values come from the calls the test makes. Launched jobs (planted
+hangs, stragglers, torch's analyzer) are in tests/test_trace_jobs.py.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+import mpicoll as dist
+from mpicoll import _record_dump
+
+
+def _here() -> int:
+    """The line of the caller's previous statement (the call just made)."""
+    return sys._getframe(1).f_lineno - 1
+
+
+def _last_id() -> int:
+    records = _record_dump.snapshot("test")["records"]
+    return records[-1]["id"] if records else -1
+
+
+def _dumped_since(first: int, tmp_path) -> tuple[dict, list[dict]]:
+    path = dist.dump_trace(str(tmp_path))
+    assert path == str(tmp_path / f"mpicoll_trace_rank_{dist.get_rank()}")
+    with open(path, "rb") as f:
+        data = pickle.load(f)
+    m = data["mpicoll"]
+    return m, [r for r in m["records"] if r["id"] > first]
+
+
+def test_collectives_recorded_with_site_counts_root_and_state(rank, size, tmp_path):
+    first = _last_id()
+    seq0 = dist.group.WORLD.seq
+    x = np.arange(4, dtype=np.float32)
+    lines = {}
+    dist.all_reduce(x)
+    lines["all_reduce"] = _here()
+    dist.all_reduce(x)  # the quick path this time
+    lines["all_reduce 2"] = _here()
+    send = [j + 1 for j in range(size)]  # uneven: j + 1 rows of 2 to rank j
+    recv = [rank + 1] * size
+    inp = np.zeros((sum(send), 2), np.int64)
+    out = np.empty((sum(recv), 2), np.int64)
+    dist.all_to_all_single(out, inp, recv, send)
+    lines["all_to_all_single"] = _here()
+    root = size - 1
+    dist.broadcast(x, src=root)
+    lines["broadcast"] = _here()
+    dist.gather(np.ones(3, np.float64), [np.empty(3) for _ in range(size)] if rank == root
+                else None, dst=root)
+    lines["gather"] = _here() - 1
+    dist.barrier()
+    lines["barrier"] = _here()
+    got: list = [None] * size
+    dist.all_gather_object(got, {"rank": rank})
+    lines["all_gather_object"] = _here()
+    m, recs = _dumped_since(first, tmp_path)
+    assert m["rank"] == rank and m["world_size"] == size and m["reason"] == "request"
+    assert [r["op"] for r in recs] == ["all_reduce", "all_reduce", "all_to_all_single",
+                                       "broadcast", "gather", "barrier", "all_gather_object"]
+    assert [r["seq"] for r in recs] == list(range(seq0 + 1, seq0 + 8))
+    assert all(r["group"] == "0" and r["state"] == "completed" and not r["p2p"] for r in recs)
+    assert m["groups"]["0"] == list(range(size))
+    assert [r["line"] for r in recs] == [lines[k] for k in (
+        "all_reduce", "all_reduce 2", "all_to_all_single", "broadcast", "gather", "barrier",
+        "all_gather_object")]
+    assert all(r["file"] == __file__ for r in recs)
+    ar, a2a, bc, ga = recs[1], recs[2], recs[3], recs[4]
+    assert (ar["dtype"], ar["itemsize"], ar["recv"], ar["root"]) == ("float32", 4, 4, None)
+    assert a2a["dtype"] == "int64"
+    assert a2a["send"] == [2 * c for c in send] and a2a["recv"] == [2 * c for c in recv]
+    assert bc["root"] == root and bc["send"] == 4
+    assert ga["root"] == root and ga["dtype"] == "float64" and ga["send"] == 3
+    for r in recs:
+        assert r["issued_ns"] <= r["done_ns"]
+        assert r["wait_ns"] is None or r["issued_ns"] <= r["wait_ns"] <= r["done_ns"]
+
+
+@pytest.mark.mpi(min_size=2)
+def test_point_to_point_and_async_states(rank, size, tmp_path):
+    first = _last_id()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    buf = np.empty(5, np.int32)
+    rw = dist.irecv(buf, src=left)
+    line_irecv = _here()
+    _, before = _dumped_since(first, tmp_path)
+    assert [(r["op"], r["state"], r["peer"], r["p2p"], r["seq"]) for r in before] == [
+        ("irecv", "issued", left, True, 0)]  # not completed until waited for
+    dist.send(np.full(5, rank, np.int32), dst=right)
+    rw.wait()
+    assert (buf == left).all()
+    _, recs = _dumped_since(first, tmp_path)
+    assert [(r["op"], r["state"], r["peer"]) for r in recs] == [
+        ("irecv", "completed", left), ("send", "completed", right)]
+    assert recs[0]["line"] == line_irecv and recs[0]["recv"] == 5
+    assert recs[1]["send"] == 5 and recs[1]["dtype"] == "int32"
+    w = dist.all_reduce(np.ones(3), async_op=True)
+    w.wait()
+    _, recs = _dumped_since(first, tmp_path)
+    assert (recs[-1]["op"], recs[-1]["state"]) == ("all_reduce", "completed")
+
+
+def test_subgroup_and_persistent_start(rank, size, tmp_path):
+    first = _last_id()
+    sub = dist.new_group(list(range(size)))
+    x = np.ones(2, np.float32)
+    coll = dist.all_reduce_init(x, group=sub)
+    coll.start()
+    line = _here()
+    coll.free()
+    _, recs = _dumped_since(first, tmp_path)
+    mine = [r for r in recs if r["line"] == line]
+    assert len(mine) == 1 and mine[0]["group"] != "0" and mine[0]["state"] == "completed"
+    assert mine[0]["file"] == __file__
+
+
+def test_torch_tensors_record_the_user_line(rank, tmp_path):
+    torch = pytest.importorskip("torch")
+    first = _last_id()
+    t = torch.ones(6, dtype=torch.bfloat16)
+    dist.all_reduce(t)
+    line = _here()
+    _, recs = _dumped_since(first, tmp_path)
+    assert [(r["op"], r["line"], r["file"]) for r in recs] == [("all_reduce", line, __file__)]
+
+
+def test_no_folder_means_no_dump(monkeypatch):
+    monkeypatch.delenv("MPICOLL_TRACE_DIR", raising=False)
+    assert dist.dump_trace() is None
