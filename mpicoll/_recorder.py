@@ -31,6 +31,7 @@ ID, OP, GROUP, SEQ, PEER, META, FILE, LINE, ISSUED, WAIT, DONE, STATE = range(12
 ISSUED_STATE, WAITING, COMPLETED, FAILED = "issued", "waiting", "completed", "failed"
 
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_BENCH = os.path.join(_HERE, "bench") + os.sep
 # frames that are not the user's call site: mpicoll's own, and torch.distributed's (its
 # c10d calls the torch backend)
 _inside: dict[str, bool] = {}
@@ -54,6 +55,13 @@ ring: collections.deque[list[Any]] | None = (
 _ids = itertools.count()
 
 
+def _is_inside(filename: str) -> bool:
+    """A frame of mpicoll itself (not of its benchmark, which calls it as a user does) or
+    of torch.distributed (whose c10d calls the torch backend)."""
+    return ((filename.startswith(_HERE) and not filename.startswith(_BENCH))
+            or f"{os.sep}torch{os.sep}distributed{os.sep}" in filename)
+
+
 def issued(op: str, group: Any, seq: int, args: tuple, peer: int | None = None,
            depth: int = 3) -> list | None:
     """Note an operation just handed to MPI (``args``: the MPI call's, buffers dropped);
@@ -74,8 +82,7 @@ def issued(op: str, group: Any, seq: int, args: tuple, peer: int | None = None,
         name = f.f_code.co_filename
         inside = _inside.get(name)
         if inside is None:
-            inside = _inside[name] = (name.startswith(_HERE) or
-                                      f"{os.sep}torch{os.sep}distributed{os.sep}" in name)
+            inside = _inside[name] = _is_inside(name)
         if not inside:
             break
         f = f.f_back

@@ -52,6 +52,8 @@ def test_collectives_recorded_with_site_counts_root_and_state(rank, size, tmp_pa
     out = np.empty((sum(recv), 2), np.int64)
     dist.all_to_all_single(out, inp, recv, send)
     lines["all_to_all_single"] = _here()
+    dist.all_to_all_single(out, inp, recv, send)  # the quick path this time
+    lines["all_to_all_single 2"] = _here()
     root = size - 1
     dist.broadcast(x, src=root)
     lines["broadcast"] = _here()
@@ -66,18 +68,20 @@ def test_collectives_recorded_with_site_counts_root_and_state(rank, size, tmp_pa
     m, recs = _dumped_since(first, tmp_path)
     assert m["rank"] == rank and m["world_size"] == size and m["reason"] == "request"
     assert [r["op"] for r in recs] == ["all_reduce", "all_reduce", "all_to_all_single",
-                                       "broadcast", "gather", "barrier", "all_gather_object"]
-    assert [r["seq"] for r in recs] == list(range(seq0 + 1, seq0 + 8))
+                                       "all_to_all_single", "broadcast", "gather", "barrier",
+                                       "all_gather_object"]
+    assert [r["seq"] for r in recs] == list(range(seq0 + 1, seq0 + 9))
     assert all(r["group"] == "0" and r["state"] == "completed" and not r["p2p"] for r in recs)
     assert m["groups"]["0"] == list(range(size))
     assert [r["line"] for r in recs] == [lines[k] for k in (
-        "all_reduce", "all_reduce 2", "all_to_all_single", "broadcast", "gather", "barrier",
-        "all_gather_object")]
+        "all_reduce", "all_reduce 2", "all_to_all_single", "all_to_all_single 2", "broadcast",
+        "gather", "barrier", "all_gather_object")]
     assert all(r["file"] == __file__ for r in recs)
-    ar, a2a, bc, ga = recs[1], recs[2], recs[3], recs[4]
+    ar, bc, ga = recs[1], recs[4], recs[5]
     assert (ar["dtype"], ar["itemsize"], ar["recv"], ar["root"]) == ("float32", 4, 4, None)
-    assert a2a["dtype"] == "int64"
-    assert a2a["send"] == [2 * c for c in send] and a2a["recv"] == [2 * c for c in recv]
+    for a2a in recs[2:4]:
+        assert a2a["dtype"] == "int64"
+        assert a2a["send"] == [2 * c for c in send] and a2a["recv"] == [2 * c for c in recv]
     assert bc["root"] == root and bc["send"] == 4
     assert ga["root"] == root and ga["dtype"] == "float64" and ga["send"] == 3
     for r in recs:

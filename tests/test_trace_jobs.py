@@ -128,3 +128,19 @@ def test_a_dump_killed_mid_write_leaves_a_readable_file(tmp_path):
     t = _trace(tmp_path)
     assert t.returncode == 0, t.stdout + t.stderr
     assert "ranks 0 (1 of 1)" in t.stdout
+
+
+def test_the_documented_example(tmp_path):
+    """examples/hang_and_trace.py, as docs/debugging.md runs it: the hang and the
+    straggler it plants are both named."""
+    p = run(4, [str(ROOT / "examples" / "hang_and_trace.py")], timeout=BOUND,
+            MPICOLL_TIMEOUT="5", MPICOLL_TRACE_DIR=str(tmp_path))
+    assert p.returncode == 3, p.stderr
+    t = _trace(tmp_path, "--plot", str(tmp_path / "trace.png"))
+    assert t.returncode == 3, t.stdout + t.stderr
+    out = t.stdout
+    assert ("DIVERGENCE at all_reduce seq 16 on group 0 (ranks 0, 1, 2, 3): rank 1 (no "
+            "record of it)") in out, out
+    assert "rank 1: last completed all_to_all_single seq 15" in out
+    assert "not completed: recv from rank 0 (" in out and "hang_and_trace.py:31)" in out
+    assert "straggler: rank 2, last in " in out, out

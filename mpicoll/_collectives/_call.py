@@ -92,14 +92,16 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
     return None
 
 
-def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = None) -> None:
+def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = None,
+          depth: int = 3) -> None:
     """:func:`issue` for the common blocking call that needs nothing after the data
     arrives and no checked mode: the same numbering, departure check and wait, and
-    ``method`` is already the nonblocking name (``"Iallreduce"``)."""
+    ``method`` is already the nonblocking name (``"Iallreduce"``). ``depth``: frames up
+    to the user's where a public function calls this (``_recorder.issued``)."""
     seq = group.seq = group.seq + 1
     if _departed.left:
         _departed.check(op, group, seq)
-    rec = issued(op, group, seq, args)
+    rec = issued(op, group, seq, args, depth=depth)
     if sizes is not None:
         try:
             req = getattr(group.comm, method)(*args)
@@ -124,13 +126,13 @@ def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = N
 
 
 def quick_then_copy(op: str, group: Any, method: str, args: tuple,
-                    copy: tuple[Any, Any], sizes: Sizes | None = None) -> None:
+                    copy: tuple[Any, Any], sizes: Sizes | None = None, depth: int = 3) -> None:
     """:func:`quick`, then ``copy`` = (destination, source): this rank's own block, which
     MPICH's Alltoallv is left out of (:func:`own_blocks`). The copy is made also when the
     wait is interrupted (MPI never touches that block), as the general path's would be
     when its pending Work completes."""
     try:
-        quick(op, group, method, args, sizes)
+        quick(op, group, method, args, sizes, depth + 1)
     finally:
         _copyto(*copy)
 
@@ -162,10 +164,9 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     group's size and ``extra`` (the ReduceOp, the split sizes), make the call it stored
     (nonblocking method, send count, receive count, MPI datatype, MPI op or None, this
     rank's own block to copy locally or None, the counts' :class:`Sizes` or None) with
-    :func:`quick`. The MPI op comes as
-    the arguments that follow the buffers: ``(op,)``, or ``(counts, op)`` for
-    ``Ireduce_scatter``. True when done; False:
-    take the general path."""
+    :func:`quick`. The MPI op comes as the arguments that follow the buffers: ``(op,)``,
+    or ``(counts, op)`` for ``Ireduce_scatter``. True when done; False: take the general
+    path."""
     s_ = _env._settings
     if s_ is None or s_.check or _pending:  # (pending Works: as_buffer orders the call)
         return False
@@ -206,21 +207,20 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
 
 def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
     """Make the call that :func:`quick_exchange`'s ``hit`` (an entry of its table) stores,
-    from array ``s`` to array ``r``: C-contiguous, ``r`` writable, apart."""
+    from array ``s`` to array ``r``: C-contiguous, ``r`` writable, apart (the user's frame:
+    5 up from the recorder's, past quick, this, quick_exchange, the public function)."""
     method, sc, rc, dt, mpi_op, own, sizes = hit
     if own is not None:
         quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own),
-                        sizes)
+                        sizes, 5)
     else:
         quick(op, group, method, ((s, sc, dt), (r, rc, dt)) if mpi_op is None else
-              ((s, sc, dt), (r, rc, dt), *mpi_op), sizes)
+              ((s, sc, dt), (r, rc, dt), *mpi_op), sizes, 5)
 
 
 def exchange_key(out: Any, inp: Any, group: Any, extra: Any = None) -> tuple:
     """:func:`quick_exchange`'s key of a call the general path validated."""
     return inp.dtype, inp.shape, out.dtype, out.shape, group.nranks, extra
-
-
 
 
 def next_seq(op: str, group: Any) -> int:
