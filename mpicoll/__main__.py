@@ -29,6 +29,18 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _recording() -> str:
+    """What the flight recorder keeps and where it writes (docs/debugging.md)."""
+    from . import _record_dump, _recorder  # lazy: with info's other imports
+
+    if _recorder.ring is None:
+        return "off (MPICOLL_TRACE_ENTRIES=0)"
+    where = _record_dump.folder()
+    return (f"the last {_recorder.capacity} operations per rank; " +
+            (f"written to {where} (MPICOLL_TRACE_DIR)" if where else
+             "not written (set MPICOLL_TRACE_DIR=<dir>)"))
+
+
 def info() -> list[tuple[str, str]]:
     """The facts ``info`` prints, as (label, value) pairs."""
     # lazy: these start MPI or import numpy, which `--help`, `trace` and a wrong command must not
@@ -56,6 +68,7 @@ def info() -> list[tuple[str, str]]:
     default_group()  # (collective: every rank of a launched `info` runs it)
     rows.append(("blocking wait", _polling.chosen))
     rows.append(("call choices", "; ".join(_choices.describe())))
+    rows.append(("flight recorder", _recording()))
     for module, dist in _FRAMEWORKS:
         version = _version(dist) or (_version("cupy-cuda12x") if module == "cupy" else None)
         if version is None:
