@@ -68,7 +68,7 @@ def info() -> list[tuple[str, str]]:
     default_group()  # (collective: every rank of a launched `info` runs it)
     rows.append(("blocking wait", _polling.chosen))
     rows.append(("call choices", "; ".join(_choices.describe())))
-    rows.append(("flight recorder", _recording()))
+    rows.append(("flight record", _recording()))
     for module, dist in _FRAMEWORKS:
         version = _version(dist) or (_version("cupy-cuda12x") if module == "cupy" else None)
         if version is None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _env, _recorder
-from ._recorder import DONE, FILE, GROUP, ID, ISSUED, LINE, META, OP, PEER, SEQ, STATE, WAIT
+from ._recorder import DONE, FILE, GROUP, ID, ISSUED, LINE, META, OP, PEER, SEQ, WAIT
 
 FORMAT = 1
 PREFIX = "mpicoll_trace_rank_"  # + global rank: torch's fr_trace reads it with -p PREFIX
@@ -149,7 +149,7 @@ def _row(r: list[Any], gname: str, ranks: list[int]) -> dict[str, Any]:
             "peer": peer, "root": root, "dtype": dtype, "itemsize": itemsize,
             "send": _counts(send), "recv": _counts(recv), "file": _file(r[FILE]),
             "line": _line(r[FILE], r[LINE]),
-            "issued_ns": r[ISSUED], "wait_ns": r[WAIT], "done_ns": r[DONE], "state": r[STATE]}
+            "issued_ns": r[ISSUED], "wait_ns": r[WAIT], "done_ns": r[DONE], "state": _recorder.state(r)}
 
 
 def _file(code: Any) -> str:

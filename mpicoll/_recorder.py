@@ -35,6 +35,7 @@ _BENCH = os.path.join(_HERE, "bench") + os.sep
 # frames that are not the user's call site: mpicoll's own, and torch.distributed's (its
 # c10d calls the torch backend)
 _inside: dict[str, bool] = {}
+_SPECS = frozenset({list, tuple})  # a buffer specification's types
 
 
 def _capacity() -> int:
@@ -74,39 +75,36 @@ def issued(op: str, group: Any, seq: int, args: tuple, peer: int | None = None,
     made costs ~0.1 us)."""
     if ring is None:
         return None
-    try:
+    try:  # (the common case: the frame ``depth`` up is the user's; else walk on up)
         f = _getframe(depth)
-    except ValueError:  # (a shallower stack than any face makes)
-        f = None
-    while f is not None:
-        name = f.f_code.co_filename
-        inside = _inside.get(name)
-        if inside is None:
-            inside = _inside[name] = _is_inside(name)
-        if not inside:
-            break
-        f = f.f_back
+        code = f.f_code
+        inside = _inside.get(code.co_filename)
+        while inside is not False:
+            if inside is None:
+                inside = _inside[code.co_filename] = _is_inside(code.co_filename)
+                continue
+            f = f.f_back
+            code = f.f_code  # (past the top: AttributeError)
+            inside = _inside.get(code.co_filename)
+        lasti = f.f_lasti
+    except (ValueError, AttributeError):  # (a shallower stack than any face makes)
+        code, lasti = None, -1
     # the arguments without their buffers: a buffer specification (args[0], args[1]) by
     # its count and datatype; what follows the buffers (roots, ops, counts) as it is
-    n = len(args)
-    s = args[0] if n else None
-    t = type(s)
-    if t is list or t is tuple:
+    if len(args) > 1:
+        s, r = args[0], args[1]
+    else:  # (Ibarrier's)
+        s, r = args[0] if args else None, None
+    if type(s) in _SPECS:
         s = s[1:] if len(s) > 2 else (getattr(s[0], "size", None), s[1])
-    elif t is not int:
+    elif type(s) is not int:
         s = None
-    r = args[1] if n > 1 else None
-    t = type(r)
-    if t is list or t is tuple:
+    if type(r) in _SPECS:
         r = r[1:] if len(r) > 2 else (getattr(r[0], "size", None), r[1])
-    elif t is not int:
+    elif type(r) is not int:
         r = None
-    if f is None:
-        rec = [next(_ids), op, group, seq, peer, (s, r, args[2:]), None, -1, _now(), None,
-               None, ISSUED_STATE]
-    else:
-        rec = [next(_ids), op, group, seq, peer, (s, r, args[2:]), f.f_code, f.f_lasti,
-               _now(), None, None, ISSUED_STATE]
+    rec = [next(_ids), op, group, seq, peer, (s, r, args[2:]), code, lasti, _now(), None,
+           None, ISSUED_STATE]
     ring.append(rec)
     return rec
 
@@ -115,13 +113,22 @@ def waiting(rec: list | None) -> None:
     """The operation's wait starts (it was not complete at once)."""
     if rec is not None and rec[WAIT] is None:
         rec[WAIT] = _now()
-        rec[STATE] = WAITING
 
 
 def done(rec: list | None, ok: bool = True) -> None:
-    """The operation completed (``ok``) or failed."""
+    """The operation completed (``ok``) or failed. (Its state is read off the times and
+    this mark: :func:`state`.)"""
     if rec is not None:
         rec[DONE] = _now()
-        rec[STATE] = COMPLETED if ok else FAILED
+        if not ok:
+            rec[STATE] = FAILED
+
+
+def state(rec: list) -> str:
+    """A record's state: failed, completed, waiting or issued."""
+    if rec[STATE] is FAILED:
+        return FAILED
+    return COMPLETED if rec[DONE] is not None else WAITING if rec[WAIT] is not None else (
+        ISSUED_STATE)
 
 

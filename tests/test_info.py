@@ -31,7 +31,7 @@ def test_info():
     # mpi4py asks for MPI_THREAD_MULTIPLE, which both pip MPIs give (the progress thread
     # relies on it)
     assert rows["thread level"] == "MPI_THREAD_MULTIPLE"
-    assert rows["flight recorder"] == ("the last 2000 operations per rank; not written (set "
+    assert rows["flight record"] == ("the last 2000 operations per rank; not written (set "
                                        "MPICOLL_TRACE_DIR=<dir>)")
     # the calls chosen over their slower equivalents: MPICH's Ireduce_scatter_block
     mpich = MPI.Get_library_version().startswith("MPICH")

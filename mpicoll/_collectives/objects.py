@@ -46,7 +46,7 @@ def call(op: str, pg: ProcessGroup, fn: Any, *args: Any, peer: int | None = None
         verify(op, pg, {})  # peers must be in the same object collective
     if peer is not None and _departed.left:
         _departed.check_peer(op, pg, peer)
-    rec = issued(op, pg, seq, (), peer)
+    rec = issued(op, pg, seq, (None, None), peer)
     token = watched.begin(op, pg, seq, None, timeout_for(pg), peer)
     try:
         out = fn(*args, **kw)

@@ -75,7 +75,7 @@ def _send_work(op: str, prepared: tuple[ProcessGroup, int, Any, int], tensor: An
     if _departed.left:
         _departed.check_peer(op, pg, rank)
     arr = prepared[2].array
-    rec = issued(op, pg, 0, ((None, arr.size, arr.dtype),), rank)
+    rec = issued(op, pg, 0, ((None, arr.size, arr.dtype), None), rank)
     try:
         req = _post(op, prepared, False)
     except BaseException:
