@@ -176,11 +176,11 @@ def _answer_queries() -> None:
 
 def _reply(asked: Any, src: int) -> None:
     pg = next((g for g in all_groups() if g.key == asked), None)
-    # a peer timed out and is about to end the job: this rank's flight record is written
-    # first (where MPICOLL_TRACE_DIR asks for it), so that every rank's is there to read,
-    # not only those of the ranks that timed out themselves
+    # a peer timed out (asking about a group) or is ending the job (asking nothing):
+    # this rank's flight record is written first (where MPICOLL_TRACE_DIR asks for it),
+    # so that every rank's is there to read, not only those of the ranks that ended it
     try:
-        _record_dump.dump("peer-timeout")
+        _record_dump.dump("peer-timeout" if asked is not None else "peer-abort")
     except Exception as e:
         sys.stderr.write(f"mpicoll: could not write the flight record: {e}\n")
     _ctrl.send(None if pg is None else pg.seq, dest=src, tag=REPLY)

@@ -32,7 +32,7 @@ def test_info():
     # relies on it)
     assert rows["thread level"] == "MPI_THREAD_MULTIPLE"
     assert rows["flight record"] == ("the last 2000 operations per rank; not written (set "
-                                       "MPICOLL_TRACE_DIR=<dir>)")
+                                     "MPICOLL_TRACE_DIR=<dir>)")
     # the calls chosen over their slower equivalents: MPICH's Ireduce_scatter_block
     mpich = MPI.Get_library_version().startswith("MPICH")
     assert ("reduce_scatter with equal counts from 256 KiB to 3 MiB as Ireduce_scatter," in

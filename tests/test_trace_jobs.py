@@ -144,3 +144,30 @@ def test_the_documented_example(tmp_path):
     assert "rank 1: last completed all_to_all_single seq 15" in out
     assert "not completed: recv from rank 0 (" in out and "hang_and_trace.py:31)" in out
     assert "straggler: rank 2, last in " in out, out
+
+
+def test_an_uncaught_exception_and_a_departure_write_every_rank(tmp_path):
+    """Rank 1 raises: it writes its record, and asks the others to write theirs before
+    its MPI_Abort ends them. Then a rank that leaves: the ranks that wait for it end the
+    job and write theirs, the leaving rank at its exit."""
+    p = run(3, ["tests/scripts/raise_on_one_rank.py"], timeout=BOUND,
+            MPICOLL_TRACE_DIR=str(tmp_path / "raise"))
+    assert p.returncode != 0 and "boom on rank 1" in p.stderr, p.stderr
+    dumps = _dumps(tmp_path / "raise")
+    assert {r: d["reason"] for r, d in dumps.items()} == {
+        0: "peer-abort", 1: "exception", 2: "peer-abort"}, p.stderr
+    assert [r["op"] for r in dumps[1]["records"]] == ["all_reduce"]
+    assert dumps[0]["records"][-1]["op"] == "barrier"
+    assert dumps[0]["records"][-1]["state"] in ("issued", "waiting")
+    p = run(3, ["tests/scripts/leave_early.py", "exit3", "token"], timeout=BOUND,
+            MPICOLL_TRACE_DIR=str(tmp_path / "leave"))
+    assert p.returncode == 3, p.stderr
+    dumps = _dumps(tmp_path / "leave")
+    assert sorted(dumps) == [0, 1, 2], p.stderr
+    assert dumps[1]["reason"] == "exit" and dumps[1]["records"] == []
+    for r in (0, 2):
+        # the notice reaches a peer while it waits (the monitor ends the job: departure)
+        # or, on a slow start-up, before it issues the call (PeerExited, uncaught)
+        assert dumps[r]["reason"] in ("departure", "exception", "peer-abort"), p.stderr
+        if dumps[r]["reason"] == "departure":
+            assert dumps[r]["records"][-1]["op"] == "all_reduce"
