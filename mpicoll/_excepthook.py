@@ -33,11 +33,11 @@ def _uncapture(etype: Any, value: Any, tb: Any) -> None:
     sys.stderr = real
 
 
-def _dump(rank: int) -> None:
+def _dump(rank: int, interrupted: bool) -> None:
     """Write this rank's flight record, and have the others write theirs, where
     MPICOLL_TRACE_DIR asks for them: the abort would end the others first."""
     try:
-        path = _record_dump.dump("exception")
+        path = _record_dump.dump("signal" if interrupted else "exception")
         monitor.dump_others()
     except Exception as e:
         sys.stderr.write(f"mpicoll: rank {rank} could not write its flight record: {e}\n")
@@ -68,7 +68,7 @@ def install(MPI: Any) -> None:
         sys.stderr.write(f"mpicoll: uncaught exception on rank {rank}; aborting the job "
                          f"with status {status} ({etype.__name__}; set "
                          "MPICOLL_ABORT_ON_EXCEPTION=0 to disable)\n")
-        _dump(rank)
+        _dump(rank, issubclass(etype, KeyboardInterrupt))
         sys.stderr.flush()
         time.sleep(0.5)  # let the launcher forward the traceback before the job is killed
         MPI.COMM_WORLD.Abort(status)

@@ -119,6 +119,10 @@ def _on_sigint(signum: int, frame: Any) -> None:
 def _on_sigterm(signum: int, frame: Any) -> None:
     _handled[signum] = time.monotonic()
     _say(f"received SIGTERM; ending (at {_where(frame)})")
+    try:  # where MPICOLL_TRACE_DIR asks for it (SIGTERM comes to every rank: each writes)
+        _record_dump.dump("signal")
+    except Exception as e:
+        _say(f"could not write its flight record: {e}")
     _die_by(signum)
 
 
