@@ -95,7 +95,11 @@ class Monitor:
         if op.peer is None:
             who = self.laggards(op.group, op.seq)
         else:  # a message: the other ranks are asked only to write their flight records
-            who = self.dump_others() or ""
+            try:
+                self.dump_others()
+            except Exception:  # (a peer gone: the report and the abort come first)
+                pass
+            who = ""
         self.abort(f"stuck for {now - op.start:.1f} s (timeout {op.deadline - op.start:g} s) "
                    f"in {op.describe()}"
                    + (f"\nmpicoll watchdog: ranks of the group: {who}" if who else ""), 3,

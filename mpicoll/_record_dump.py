@@ -18,7 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _env, _recorder
+from ._process_group import _EVERY
 from ._recorder import DONE, FILE, GROUP, ID, ISSUED, LINE, META, OP, PEER, SEQ, WAIT
+from ._start import on_start
 
 FORMAT = 1
 PREFIX = "mpicoll_trace_rank_"  # + global rank: torch's fr_trace reads it with -p PREFIX
@@ -47,6 +49,8 @@ def dump(reason: str = "request", directory: str | None = None) -> str | None:
     where = directory or folder()
     if where is None or _recorder.ring is None:
         return None
+    if reason.startswith("peer-") and _unchanged(where):
+        return _dumped[0]  # (asked again by another peer: nothing new since the last)
     data = snapshot(reason)
     out: dict[str, Any] = {}
     for convert in formats:
@@ -58,15 +62,30 @@ def dump(reason: str = "request", directory: str | None = None) -> str | None:
     os.makedirs(where, exist_ok=True)
     path = os.path.join(where, f"{PREFIX}{data['rank']}")
     # one temporary file per dump (two threads may dump at once: SIGUSR1 at exit), named
-    # so that no reader takes it for a dump (torch's reads every file with the prefix)
-    tmp = os.path.join(where, f".{PREFIX}{data['rank']}.{os.getpid()}.{next(_tmps)}.tmp")
-    with open(tmp, "wb") as f:
-        pickle.dump(out, f, protocol=4)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _dumped[:] = [path]
+    # so that no reader takes it for a dump (torch's reads every file whose name holds
+    # the prefix), and removed if the write fails
+    tmp = os.path.join(where, f".tmp-r{data['rank']}-{os.getpid()}-{next(_tmps)}")
+    try:
+        with open(tmp, "wb") as f:
+            pickle.dump(out, f, protocol=4)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    records = data["records"]
+    _dumped[:] = [path, where, records[-1]["id"] if records else -1]
     return path
+
+
+def _unchanged(where: str) -> bool:
+    """The last dump went to ``where`` and the ring has had no record since: a peer's
+    second query (each rank that times out asks every other) need not write again."""
+    if len(_dumped) < 3 or _dumped[1] != where or _recorder.ring is None:
+        return False
+    ring = _recorder.ring
+    return (ring[-1][0] if ring else -1) == _dumped[2]
 
 
 def dump_trace(directory: str | None = None) -> str | None:
@@ -117,18 +136,36 @@ def _copy() -> list[list[Any]]:
 
 
 def _world() -> tuple[int, int]:
+    """(rank, size) in COMM_WORLD; remembered, for a dump after MPI_Finalize."""
     MPI = sys.modules.get("mpi4py.MPI")
     if MPI is not None and MPI.Is_initialized() and not MPI.Is_finalized():
-        return MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
-    return 0, 1
+        _known[:] = [MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()]
+    return (_known[0], _known[1]) if _known else (0, 1)
+
+
+_known: list[int] = []  # (rank, size), read while MPI ran
+on_start(lambda MPI: _world())
 
 
 def _group_name(g: Any) -> str:
+    """A group's name in the dump, the same on every member and told apart from every
+    other group's: mpicoll's name (``~k`` for the k-th remake of a name and ranks), the
+    member ranks where they are not the whole world (split_group names its parts
+    alike), and a wrapped mpi4py communicator numbered among those of its ranks (its
+    own name holds a handle, which differs from process to process)."""
     if g is None:
         return "none"
     key = getattr(g, "key", None)
     name = getattr(g, "name", "") or "group"
-    return f"{name}~{key[2]}" if key and key[2] else name
+    ranks = list(getattr(g, "ranks", None) or [])
+    if name.startswith("comm"):
+        alike = [h for h in _EVERY if h.name.startswith("comm") and h.ranks == ranks]
+        name = f"comm{next((k for k, h in enumerate(alike) if h is g), 0)}"
+    elif key and key[2]:
+        name = f"{name}~{key[2]}"
+    if ranks != list(range(_world()[1])):
+        name += "[" + ",".join(map(str, ranks)) + "]"
+    return name
 
 
 def _row(r: list[Any], gname: str, ranks: list[int]) -> dict[str, Any]:

@@ -38,11 +38,13 @@ _arrived: dict[int, float] = {}  # signal number -> when it reached the monitor
 _handled: dict[int, float] = {}  # signal number -> when the main thread's handler ran
 _main = threading.main_thread().ident
 _installed = False
+_piped = False  # the wake-up pipe is ours: the monitor thread sees each signal
+_pid = os.getpid()
 
 
 def install() -> None:
     """Route SIGINT and SIGTERM through the monitor (from the main thread, once)."""
-    global _installed
+    global _installed, _piped
     if _installed or threading.current_thread() is not threading.main_thread():
         return
     _installed = True
@@ -60,6 +62,7 @@ def install() -> None:
         os.close(r)
         os.close(w)
         return
+    _piped = True
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_sigint)
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
@@ -83,7 +86,10 @@ def install_dump() -> None:
 
 
 def _on_sigusr1(signum: int, frame: Any) -> None:
-    if not _installed:  # no wake-up pipe of ours: the monitor does not see the signal
+    # a forked child (a DataLoader worker: Slurm's --signal reaches every process) is not
+    # this rank: it ignores the signal; with no wake-up pipe of ours, the monitor does
+    # not see it, so the handler writes the record
+    if os.getpid() == _pid and not _piped:
         _dump_now()
 
 
@@ -100,8 +106,6 @@ def _dump_now() -> None:
 def _forget_in_child() -> None:
     """After fork, in the child: Python's own signal handling back, no wake-up pipe."""
     try:
-        if signal.getsignal(getattr(signal, "SIGUSR1", 0)) is _on_sigusr1:
-            signal.signal(signal.SIGUSR1, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
         if signal.getsignal(signal.SIGINT) is _on_sigint:
             signal.signal(signal.SIGINT, signal.default_int_handler)

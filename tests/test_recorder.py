@@ -145,3 +145,27 @@ def test_torch_tensors_record_the_user_line(rank, tmp_path):
 def test_no_folder_means_no_dump(monkeypatch):
     monkeypatch.delenv("MPICOLL_TRACE_DIR", raising=False)
     assert dist.dump_trace() is None
+
+
+@pytest.mark.mpi(min_size=2)
+def test_group_names_agree_within_a_group_and_differ_across(rank, size):
+    """Records are lined up across ranks by group name: every member of a group names it
+    alike, and two groups never share a name (split parts; wrapped communicators, whose
+    own names hold a per-process handle)."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD.Split(rank % 2)  # wrapped by mpicoll on first use
+    parts = [[r for r in range(size) if r % 2 == k] for k in (0, 1) if k < size]
+    sub = dist.split_group(split_ranks=parts)
+    names = []
+    for g in (comm, sub):
+        dist.all_reduce(np.ones(2), group=g)
+        names.append(_record_dump.snapshot("test")["records"][-1]["group"])
+    every = MPI.COMM_WORLD.allgather(names)
+    for r in range(size):
+        same_part = [q for q in range(size) if q % 2 == r % 2]
+        assert all(every[q] == every[r] for q in same_part), every
+        if r % 2 != rank % 2:
+            assert not set(every[r]) & set(names), every
+    assert names[0].startswith("comm") and names[0].endswith("]")
+    comm.Free()

@@ -275,3 +275,20 @@ def test_cli_starts_no_mpi(tmp_path):
                        capture_output=True, text=True, timeout=120, check=False)
     assert p.stdout.splitlines()[-2:] == ["status 3", "imported False False"], \
         p.stdout + p.stderr
+
+
+def test_torch_format_shapes_of_even_uneven_and_rooted_forms():
+    """torch compares sizes across ranks: forms it has no even shape for are left out
+    (0, 0); all_gather made as Alltoallv (MPICH leaves a rank's own block out, as 0) and
+    Allgatherv of even lists get torch's all_gather shapes."""
+    from mpicoll._trace.torch_format import shapes
+
+    assert shapes("gather", [5, 5, 0], [5, 0, 5], 3) == (5, 15)  # Alltoallv, own block 0
+    assert shapes("gather", 5, [5, 5, 5], 3) == (5, 15)  # Allgatherv, even
+    assert shapes("gather", 5, 5, 3) == (5, 15)  # Iallgather (all_gather_into_tensor)
+    assert shapes("gather", 5, [5, 6, 5], 3) == (0, 0)  # uneven
+    assert shapes("gather", 5, [5, 5, 5], 3, rooted=True) == (0, 0)  # rooted gather
+    assert shapes("scatter", 4, 4, 2) == (8, 4)  # Ireduce_scatter_block: the block
+    assert shapes("scatter", 8, 4, 2) == (8, 4)  # Ireduce_scatter: the whole input
+    assert shapes("scatter", 9, 4, 2) == (0, 0)  # uneven
+    assert shapes("same", None, 7, 2) == (7, 7)

@@ -127,6 +127,10 @@ def test_a_dump_killed_mid_write_leaves_a_readable_file(tmp_path):
         job.wait(timeout=30)
     m = _dumps(tmp_path)[0]
     assert len(m["records"]) == 2000 and m["dropped"] == 1000
+    # a temporary file left by the kill is no dump to any reader (torch's takes every
+    # file whose name holds the prefix)
+    assert [f.name for f in tmp_path.iterdir() if "mpicoll_trace_rank_" in f.name] == [
+        "mpicoll_trace_rank_0"]
     t = _trace(tmp_path)
     assert t.returncode == 0, t.stdout + t.stderr
     assert "ranks 0 (1 of 1)" in t.stdout

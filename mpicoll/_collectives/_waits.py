@@ -24,8 +24,8 @@ def interrupted(op: str, req: Any, group: Any, seq: int, args: tuple,
     if req:  # still active (a completed request is MPI_REQUEST_NULL)
         Work(op, [req], finalize, keep=(args, keep), outputs=outputs, group=group, seq=seq,
              rec=rec)
-    else:
-        done(rec, False)  # (not posted: MPI's error)
+    else:  # completed (the interrupt came as its wait returned), or never posted (None)
+        done(rec, req is not None)
 
 
 def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Sizes,
@@ -75,6 +75,8 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         if req or creq:
             Work(op, [req, creq], compared, keep=(args, keep, crecv), outputs=outputs,
                  group=group, seq=seq, explain=explain, rec=rec)
+        else:
+            done(rec)  # (both completed as the wait returned)
         raise
     try:
         compared()

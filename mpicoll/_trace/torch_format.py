@@ -23,11 +23,10 @@ sizes, dtype or state differ. What it maps, and why:
   operation; torch reports ranks whose states differ), ``completed`` stays, ``failed``
   too (torch only compares states);
 - a group -> a process group named as mpicoll names it (the world: desc ``default_pg``);
-- point-to-point: torch matches a send only in a group where every member has its
-  peer op under the same number, so each direction ``a -> b`` is a group of its own,
-  ``p2p a->b`` with ranks a and b, its ops numbered 1, 2, ... (MPI delivers the
-  messages of one tag between two ranks in order). A receive from any source names no
-  peer: it is left out.
+- point-to-point messages are left out: torch matches a message by a number per pair
+  of ranks, which the records cannot give exactly (tags, groups, any-source receives,
+  rings that dropped different messages), so it would report mismatches that are not
+  there. mpicoll's analyzer shows them (a rank stuck in a receive, and from whom).
 
 Only builtins here and in the result: the recorder pickles it into the dump.
 """
@@ -85,21 +84,38 @@ def _total(n: Any) -> int | None:
     return sum(int(x) for x in n) if isinstance(n, (list, tuple)) else int(n)
 
 
-def shapes(kind: str, send: Any, recv: Any, size: int) -> tuple[int, int]:
-    """Elements of the input and output as torch records them, on a group of ``size``."""
+def _block(v: Any) -> int | None:
+    """The count per peer of an even list (its entries equal, a rank's own block of 0
+    aside: MPICH's Alltoallv leaves it out), an int as it is; None when uneven."""
+    if v is None or isinstance(v, int):
+        return v
+    values = {int(x) for x in v if int(x)}
+    return values.pop() if len(values) == 1 else (0 if not values else None)
+
+
+def shapes(kind: str, send: Any, recv: Any, size: int, rooted: bool = False
+           ) -> tuple[int, int]:
+    """Elements of the input and output as torch records them, on a group of ``size``.
+
+    Forms that torch has no even shape for are left out (0, 0: torch compares sizes
+    across ranks): uneven all_gather and reduce_scatter lists, and the rooted gather and
+    scatter, whose counts may differ per rank in mpicoll. mpicoll's analyzer checks them."""
     s, r = _total(send), _total(recv)
-    if kind == "obj":
+    if kind == "obj" or (rooted and kind in ("gather", "scatter")):
         return 0, 0
     if kind == "gather":  # input: this rank's part; output: the group's
-        if isinstance(recv, int) and r == s and size > 1:
-            r = r * size  # a count per peer, not the whole buffer
-        s = s if s is not None else (r or 0) // size
-        return s, r if r is not None else s * size
+        sb, rb = _block(send), _block(recv)
+        if (send is not None and sb is None) or (recv is not None and rb is None):
+            return 0, 0  # uneven
+        b = sb or rb or 0
+        return b, b * size
     if kind == "scatter":  # input: the group's; output: this rank's part
-        if isinstance(send, int) and s == r and size > 1:
-            s = s * size
-        r = r if r is not None else (s or 0) // size
-        return (s if s is not None else r * size), r
+        sb = _block(send) if not isinstance(send, int) else (
+            send // size if r is not None and send == r * size else send if send == r else None)
+        if (send is not None and sb is None) or not isinstance(recv, (int, type(None))):
+            return 0, 0  # uneven
+        b = sb or r or 0
+        return b * size, b
     if kind == "a2a":
         return (s if s is not None else r or 0), (r if r is not None else s or 0)
     n = s if s is not None else (r or 0)
@@ -112,42 +128,34 @@ def _pg(name: str, ranks: list[int], desc: str) -> dict[str, str]:
 
 def to_torch(m: dict[str, Any]) -> dict[str, Any]:
     """One rank's dump in torch's flight-recorder format (its top-level keys)."""
-    rank, world = int(m.get("rank", 0)), int(m.get("world_size", 1))
+    world = int(m.get("world_size", 1))
     groups: dict[str, list[int]] = {k: list(v) for k, v in (m.get("groups") or {}).items()}
     timeout = (m.get("settings") or {}).get("timeout_s")
     timeout_ms = int(timeout * 1000) if isinstance(timeout, (int, float)) else 0
     pg_config: dict[str, dict[str, str]] = {}
     pg_ids: dict[str, int] = {}
     status: dict[str, list[int]] = {}  # pg -> last enqueued, started, completed
-    channels: dict[tuple[int, int], int] = {}  # (src, dst) -> p2p ops numbered so far
     entries: list[dict[str, Any]] = []
     for rec in m.get("records") or []:
         name, kind = torch_op(str(rec.get("op", "")))
-        peer = rec.get("peer")
         if kind == "p2p" or rec.get("p2p"):
-            if not isinstance(peer, int) or peer < 0:
-                continue  # from any source: no peer to match
-            sends = name != "recv"
-            src, dst = (rank, peer) if sends else (peer, rank)
-            ranks = sorted({src, dst})
-            pg = f"p2p {src}->{dst}"
-            seq = channels[(src, dst)] = channels.get((src, dst), 0) + 1
-            desc, p2p_seq, is_p2p, kind = "undefined", seq, True, "p2p"
-            s, d = ranks.index(src), ranks.index(dst)  # ranks in the 2-rank group
-            title = f"{BACKEND}:send {s}->{d}" if sends else f"{BACKEND}:recv {d}<-{s}"
-        else:
-            pg = str(rec.get("group", ""))
-            ranks = groups.get(pg) or []
-            if not ranks:
-                continue  # no group to match it in
-            desc = "default_pg" if pg in WORLD_NAMES and len(ranks) == world else "undefined"
-            seq, p2p_seq, is_p2p = int(rec.get("seq") or 0), 0, False
-            title = f"{BACKEND}:{name}"
+            # left out: torch matches a message by a number per pair of ranks, which the
+            # records cannot give it exactly (tags, groups, any-source receives, rings that
+            # dropped different messages): it would report mismatches that are not there
+            continue
+        pg = str(rec.get("group", ""))
+        ranks = groups.get(pg) or []
+        if not ranks:
+            continue  # no group to match it in
+        desc = "default_pg" if pg in WORLD_NAMES and len(ranks) == world else "undefined"
+        seq, p2p_seq, is_p2p = int(rec.get("seq") or 0), 0, False
+        title = f"{BACKEND}:{name}"
         if pg not in pg_config:
             pg_config[pg] = _pg(pg, ranks, desc)
             pg_ids[pg] = len(pg_ids)
             status[pg] = [-1, -1, -1]
-        n_in, n_out = shapes(kind, rec.get("send"), rec.get("recv"), len(ranks))
+        n_in, n_out = shapes(kind, rec.get("send"), rec.get("recv"), len(ranks),
+                             rec.get("root") is not None)
         dtype = rec.get("dtype")
         dtypes = [DTYPES.get(str(dtype), str(dtype))] if dtype else []
         state = STATES.get(str(rec.get("state")), str(rec.get("state")))
