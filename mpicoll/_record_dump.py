@@ -31,11 +31,6 @@ _dumped: list[str] = []  # the path the last dump wrote
 _tmps = itertools.count()
 
 
-def last_path() -> str | None:
-    """The file the last dump wrote, if any."""
-    return _dumped[0] if _dumped else None
-
-
 def folder() -> str | None:
     """Where dumps go: MPICOLL_TRACE_DIR, or None."""
     return os.environ.get("MPICOLL_TRACE_DIR") or None
@@ -108,17 +103,19 @@ def snapshot(reason: str) -> dict[str, Any]:
     records = _copy()
     rank, size = _world()
     groups: dict[str, list[int]] = {}
+    named: dict[int, tuple[str, list[int]]] = {}  # id(group) -> its name and ranks, once
     rows = []
     for r in records:
         g = r[GROUP]
-        gname = _group_name(g)
-        ranks = list(getattr(g, "ranks", None) or [])
-        groups.setdefault(gname, ranks)
-        rows.append(_row(r, gname, ranks))
+        known = named.get(id(g))
+        if known is None:
+            known = named[id(g)] = (_group_name(g), list(getattr(g, "ranks", None) or []))
+            groups.setdefault(*known)
+        rows.append(_row(r, *known))
     first = records[0][ID] if records else 0
     return {"format": FORMAT, "rank": rank, "world_size": size, "host": socket.gethostname(),
-            "pid": os.getpid(), "reason": reason, "time_ns": _recorder.now(), "capacity": _recorder.capacity,
-            "dropped": first, "groups": groups, "records": rows,
+            "pid": os.getpid(), "reason": reason, "time_ns": _recorder.now(),
+            "capacity": _recorder.capacity, "dropped": first, "groups": groups, "records": rows,
             "settings": {"timeout_s": _env.settings().timeout}}
 
 
