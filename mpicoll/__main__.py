@@ -29,6 +29,16 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _provider_version(module: str) -> str | None:
+    """The version of whichever distribution provides ``module`` (CuPy comes as
+    cupy-cuda12x, cupy-cuda13x, cupy-rocm-..., paddle as paddlepaddle-gpu)."""
+    for dist in md.packages_distributions().get(module, ()):
+        version = _version(dist)
+        if version is not None:
+            return version
+    return None
+
+
 def _recording() -> str:
     """What the flight recorder keeps and where it writes (docs/debugging.md)."""
     from . import _record_dump, _recorder  # lazy: with info's other imports
@@ -70,7 +80,7 @@ def info() -> list[tuple[str, str]]:
     rows.append(("call choices", "; ".join(_choices.describe())))
     rows.append(("flight record", _recording()))
     for module, dist in _FRAMEWORKS:
-        version = _version(dist) or (_version("cupy-cuda12x") if module == "cupy" else None)
+        version = _version(dist) or _provider_version(module)
         if version is None:
             rows.append((module, "not installed"))
             continue

@@ -21,8 +21,9 @@ from ._progress import engine
 
 Work = Any  # a mpicoll._work.Work: duck-typed here
 
-# tensor -> its host memory as a numpy view, or None (device memory, not a tensor); set by
-# the adapter when it is imported, which is before any Work can exist
+# tensor -> its host memory as a numpy view, its device memory as an address range
+# (first byte, last byte + 1), or None (not a tensor); set by the adapter when it is
+# imported, which is before any Work can exist
 host_view: Callable[[Any], Any] = lambda x: None  # noqa: E731
 
 def ordered(view: Any, writes: bool) -> None:
@@ -39,10 +40,14 @@ def ordered(view: Any, writes: bool) -> None:
     Works' memory is kept as address ranges sorted by start, so a call among many pending
     ones (a thousand posted isends) costs a search, not a comparison with each.
     """
-    if _local.searching:  # viewing a Work's outputs for the search: not again
-        return
-    span = _span(view)
-    if span is None:
+    ordered_span(_span(view), writes)
+
+
+def ordered_span(span: tuple[int, int] | None, writes: bool) -> None:
+    """:func:`ordered` for a range of addresses: device memory (a CUDA tensor, ordered
+    before it is staged through the host) is kept by its device addresses, which CUDA's
+    unified addressing keeps apart from host memory."""
+    if _local.searching or span is None:  # viewing a Work's outputs for the search: not again
         return
     _local.searching = True
     try:
@@ -116,7 +121,7 @@ class _Memory:
                 if id(a) in seen:  # (a Buffer's view and array are one when zero-copy)
                     continue
                 seen.add(id(a))
-                span = _span(a)
+                span = a if type(a) is tuple else _span(a)
                 if span is not None:
                     k = bisect.bisect(self.starts, span[0])
                     self.starts.insert(k, span[0])
@@ -181,14 +186,20 @@ def _arrays(x: Any, into: list[Any], depth: int = 4) -> None:
     elif isinstance(x, (list, tuple)) and depth:
         for y in x:
             _arrays(y, into, depth - 1)
-    elif hasattr(x, "array") and hasattr(x, "view") and isinstance(x.view, np.ndarray):
-        into.append(x.view)  # a Buffer: the caller's memory, and the array MPI uses
-        into.append(x.array)
+    elif hasattr(x, "array") and hasattr(x, "view"):  # a Buffer
+        if isinstance(x.view, np.ndarray):  # the caller's memory, and the array MPI uses
+            into.append(x.view)
+            into.append(x.array)
+        else:  # device memory handed to a GPU-aware MPI: its address range
+            span = host_view(x.view)
+            if span is not None:
+                into.append(span)
 
 
 def memory_of(kept: Any, tensors: Any) -> list[Any]:
-    """The host memory, as numpy arrays, of MPI arguments ``kept`` (arrays, message specs,
-    Buffers) and of ``tensors`` (any framework's)."""
+    """The memory of MPI arguments ``kept`` (arrays, message specs, Buffers) and of
+    ``tensors`` (any framework's): numpy arrays over host memory, address ranges of
+    device memory."""
     found: list[Any] = []
     _arrays(kept, found)
     found += [v for v in map(host_view, tensors) if v is not None]

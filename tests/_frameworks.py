@@ -1,5 +1,6 @@
 """The array frameworks the collective tests run on: one registry, as mpi4py's test suite
-registers its array backends (``test/arrayimpl.py``).
+registers its array backends (``test/arrayimpl.py``). CuPy and ``torch-cuda`` (torch
+tensors on the GPU) join where a CUDA device is visible.
 
 Each framework is an object with the same small surface: ``name``; ``writable``; the
 ``dtypes`` it holds; ``tensor(a, dtype)`` (a C-contiguous tensor holding the numpy
@@ -167,11 +168,33 @@ class _Torch(Framework):
         t = torch.from_numpy(_numpy_data(a, dtype))
         return t.to(getattr(torch, dtype)) if dtype in _WIDENED else t
 
+    def is_tensor(self, x):
+        return super().is_tensor(x) and not getattr(x, "is_cuda", False)
+
     def to_numpy(self, t):
-        t = t.detach()
+        t = t.detach().cpu()
         if self.dtype_name(t) in _WIDENED:
             t = t.float()
         return np.array(t.numpy())
+
+
+class _TorchCuda(_Torch):
+    """torch tensors on the first CUDA device (registered only where one is visible)."""
+
+    name = "torch-cuda"
+    required = False
+    host = False
+
+    def available(self):
+        if importlib.util.find_spec("torch") is None:
+            return False
+        return bool(self.module.cuda.is_available())
+
+    def is_tensor(self, x):
+        return Framework.is_tensor(self, x) and bool(getattr(x, "is_cuda", False))
+
+    def tensor(self, a, dtype):
+        return super().tensor(a, dtype).to("cuda")
 
 
 class _Paddle(Framework):
@@ -270,7 +293,7 @@ def register(fw: Framework) -> Framework:
     return fw
 
 
-for _fw in (_Numpy(), _Torch(), _Paddle(), _Jax(), _Cupy()):
+for _fw in (_Numpy(), _Torch(), _Paddle(), _Jax(), _Cupy(), _TorchCuda()):
     register(_fw)
 
 

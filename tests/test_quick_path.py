@@ -96,6 +96,8 @@ def test_split_sizes_changed_in_place(xp, dtype, rank, size, group):
 @pytest.mark.parametrize(("xp", "dtype"), QUICK)
 def test_own_block_copied_locally_on_the_quick_path(xp, dtype, rank, size, group,
                                                     monkeypatch):
+    if not xp.host:
+        pytest.skip(f"{xp.name}: device memory takes the device path (direct or staged), not the quick path")
     # blocks of 4 KiB and more: MPICH's Alltoallv is left out of a rank's own block, which
     # is copied locally, on the quick path too (explicit split sizes and lists of chunks),
     # with new values every call and once warm no general path
@@ -201,6 +203,8 @@ def test_bad_input_after_warm_up_still_raises(rank, size, group):
 
 @pytest.mark.parametrize(("xp", "dtype"), QUICK)
 def test_the_quick_path_is_taken(xp, dtype, rank, size, group, monkeypatch):
+    if not xp.host:
+        pytest.skip(f"{xp.name}: device memory takes the device path (direct or staged), not the quick path")
     # after one call has been validated, its like goes straight to MPI: the general
     # path's adapter is not called again
     from mpicoll._collectives import all_gather, all_to_all, reduce_scatter
@@ -300,6 +304,8 @@ def test_list_forms_bad_input_after_warm_up(rank, size, group):
 @pytest.mark.parametrize(("xp", "dtype"), QUICK)
 def test_the_quick_path_of_lists_is_taken(xp, dtype, rank, size, group,
                                           refuse_list_general_path):
+    if not xp.host:
+        pytest.skip(f"{xp.name}: device memory takes the device path (direct or staged), not the quick path")
     send = xp.tensor(np.arange(size * 2), dtype)
     recv, out = xp.empty((size * 2,), dtype), xp.empty((2,), dtype)
     sends, recvs = xp.pieces(send, [2] * size), xp.pieces(recv, [2] * size)
@@ -320,6 +326,8 @@ def test_the_quick_path_of_lists_is_taken(xp, dtype, rank, size, group,
 
 @pytest.mark.parametrize(("xp", "dtype"), QUICK)
 def test_gather_and_scatter_repeated_and_quick(xp, dtype, rank, size, group, monkeypatch):
+    if not xp.host:
+        pytest.skip(f"{xp.name}: device memory takes the device path (direct or staged), not the quick path")
     # the root's list of adjacent views and every rank's tensor: new values each call,
     # roots that change, and once warm, no general path (its adapter refuses)
     from mpicoll._collectives import rooted
@@ -359,6 +367,8 @@ def test_gather_and_scatter_repeated_and_quick(xp, dtype, rank, size, group, mon
 
 @pytest.mark.parametrize(("xp", "dtype"), QUICK)
 def test_reduce_repeated_and_quick(xp, dtype, rank, size, group, monkeypatch):
+    if not xp.host:
+        pytest.skip(f"{xp.name}: device memory takes the device path (direct or staged), not the quick path")
     # new values each call, roots that change, the others' tensors left as they were, and
     # once warm, no general path (its adapter refuses)
     from mpicoll._collectives import rooted

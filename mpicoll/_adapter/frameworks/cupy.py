@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import cupy
+import cupyx
 import numpy as np
 
 from ..device import gpu_aware, plan
@@ -17,11 +18,20 @@ def view_of(x: Any, writable: bool, op: str, name: str) -> tuple[Any, str, Any, 
     cupy.cuda.get_current_stream().synchronize()
     if how == "direct":
         return x, x.dtype.name, None, f"cuda:{x.device.id}"
-    host = cupy.asnumpy(x)
+    # page-locked memory from CuPy's pinned pool (reused once the copy is dropped): the
+    # copies run at the bus's speed, not at a pageable copy's
+    host = cupyx.empty_pinned(x.shape, x.dtype)
+    x.get(out=host)
+    cupy.cuda.get_current_stream().synchronize()
     wb = None
     if writable:
         def wb(result: np.ndarray, target: Any = x) -> None:
-            target[...] = cupy.asarray(result.reshape(target.shape))
+            # (bool travels as uint8: the same bytes, seen as the target's dtype)
+            result = result.view(target.dtype).reshape(target.shape)
+            if target.flags.c_contiguous:
+                target.set(result)
+            else:
+                target[...] = cupy.asarray(result)
             cupy.cuda.get_current_stream().synchronize()
     return host, host.dtype.name, wb, f"cuda:{x.device.id}"
 
