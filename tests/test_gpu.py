@@ -114,7 +114,9 @@ def test_cupy_collectives_match_numpy(rank, size):
 def test_torch_input_written_by_a_long_kernel_on_another_stream(rank, size):
     """A kernel still running on the caller's (non-default) stream writes the input just
     before the call: MPI must see what it wrote, and the result must be in place when the
-    call returns, to the host and to later kernels on that stream."""
+    call returns, to the host and to later kernels on that stream. (Staged, the copy to
+    the host is queued behind the kernel anyway; a GPU-aware MPI reading the memory
+    directly relies on mpicoll's synchronisation of the stream.)"""
     torch = _torch()
     n = 1 << 20
     s = torch.cuda.Stream()

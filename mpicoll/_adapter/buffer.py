@@ -9,9 +9,9 @@ import numpy as np
 
 from .. import _ordering
 from .._ordering import ordered as _ordered
-from .._ordering import ordered_span as _ordered_span
 from .._pending import pending as _pending
 from ..errors import ArgumentBufferError as _Buffer
+from .device import on_device, span_of
 from .dtypes import carrier_for
 from .views import _HANDLERS, _NAMES, _PLAIN, QUICKERS, _handler, _name
 
@@ -113,11 +113,7 @@ def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tens
     if type(x) is np.ndarray:  # the common case, without a call
         view, dtype, wb, device = x, _NAMES.get(x.dtype) or _name(x.dtype, op, name), None, \
             "cpu"
-    else:
-        if _pending:  # device memory an unfinished call uses: ordered before it is staged
-            span = device_span(x)
-            if span is not None:
-                _ordered_span(span, writable)
+    else:  # (device tensors are ordered against pending calls by their handlers)
         view, dtype, wb, device = (_HANDLERS.get(type(x)) or _handler(x, op, name))(
             x, writable, op, name)
     if dtype not in _PLAIN:
@@ -139,49 +135,13 @@ def as_buffer(x: Any, *, writable: bool = False, op: str = "", name: str = "tens
     return Buffer(x, view, dtype, wb, device, contiguous)
 
 
-def _cuda_interface(x: Any) -> dict | None:
-    """``x.__cuda_array_interface__`` where ``x`` is in CUDA memory, else None."""
-    if (type(x) is np.ndarray or not getattr(x, "is_cuda", True)  # (torch: a CPU tensor)
-            or not hasattr(type(x), "__cuda_array_interface__")):
-        return None
-    try:
-        return x.__cuda_array_interface__
-    except AttributeError:  # a host tensor
-        return None
-    except RuntimeError:  # torch: a tensor that requires grad
-        return x.detach().__cuda_array_interface__
-
-
-def device_span(x: Any) -> tuple[int, int] | None:
-    """The device memory of ``x`` (a CUDA tensor of any framework) as addresses [first
-    byte, last byte + 1); None for anything else and for empty tensors."""
-    cai = _cuda_interface(x)
-    return None if cai is None else _span_of(cai)
-
-
-def _span_of(cai: dict) -> tuple[int, int] | None:
-    shape, strides, itemsize = cai["shape"], cai.get("strides"), np.dtype(cai["typestr"]).itemsize
-    if 0 in shape:
-        return None
-    lo = hi = cai["data"][0]
-    if strides is None:  # C-contiguous
-        return lo, lo + int(np.prod(shape)) * itemsize
-    for n, st in zip(shape, strides, strict=True):
-        if st < 0:
-            lo += (n - 1) * st
-        else:
-            hi += (n - 1) * st
-    return lo, hi + itemsize
-
-
 def host_view(x: Any) -> Any:
     """The memory of tensor ``x``: its host memory as a numpy view, its device memory as
-    an address range (:func:`device_span`), or None (not a tensor mpicoll reads)."""
+    an address range (:func:`~.device.span_of`), or None (not a tensor mpicoll reads)."""
     if isinstance(x, np.ndarray):
         return x
-    cai = _cuda_interface(x)
-    if cai is not None:
-        return _span_of(cai)
+    if on_device(x):
+        return span_of(x)
     device = getattr(x, "device", None)
     if getattr(device, "type", "cpu") != "cpu":  # (torch's other devices)
         return None

@@ -11,8 +11,11 @@ from __future__ import annotations
 import ctypes
 import os
 from functools import cache
+from typing import Any
 
 from .._env import flag
+from .._ordering import ordered_span
+from .._pending import pending
 
 # DLPack device types (dlpack.h)
 CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, VPI, ROCM, ROCM_HOST = 1, 2, 3, 4, 7, 8, 9, 10, 11
@@ -78,6 +81,58 @@ def _query_library() -> bool | None:
                 return True
         return False
     return None
+
+
+def on_device(x: Any) -> bool:
+    """Whether ``x`` is a tensor in CUDA device memory (torch, CuPy, any
+    ``__cuda_array_interface__`` producer)."""
+    cuda = getattr(x, "is_cuda", None)
+    if type(cuda) is bool:  # torch
+        return cuda
+    if not hasattr(type(x), "__cuda_array_interface__"):
+        return False
+    try:
+        x.__cuda_array_interface__  # noqa: B018  (raises for a host array: JAX on the CPU)
+    except Exception:
+        return False
+    return True
+
+
+def span_of(x: Any) -> tuple[int, int] | None:
+    """The device memory of ``x`` (on :func:`on_device`) as addresses [first byte, last
+    byte + 1); None when empty. A torch tensor's from its own fields (its
+    ``__cuda_array_interface__`` refuses float8 and complex32), others' from
+    ``__cuda_array_interface__``."""
+    if type(getattr(x, "is_cuda", None)) is bool:
+        shape, strides, size, lo = x.shape, x.stride(), x.element_size(), x.data_ptr()
+        strides = [st * size for st in strides]
+    else:
+        cai = x.__cuda_array_interface__
+        shape, strides, lo = cai["shape"], cai.get("strides"), cai["data"][0]
+        size = int(cai["typestr"][2:])  # ("<f4", "|b1", "<V2": its bytes)
+        if strides is None:  # C-contiguous
+            n = 1
+            for d in shape:
+                n *= d
+            return (lo, lo + n * size) if n else None
+    if 0 in shape:
+        return None
+    hi = lo
+    for n, st in zip(shape, strides, strict=True):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + size
+
+
+def ordered(x: Any, writes: bool) -> None:
+    """Before a device tensor is read or staged: complete the pending calls that use its
+    memory (``_ordering``), as for host memory. Called by the device handlers."""
+    if pending:
+        span = span_of(x)
+        if span is not None:
+            ordered_span(span, writes)
 
 
 @cache

@@ -12,7 +12,7 @@ from ..._env import warn_once
 from ..._mpi import MPI
 from ...errors import ArgumentTypeError as _Type
 from ...errors import ArgumentValueError as _Value
-from ..device import CUDA, ROCM, gpu_aware, plan
+from ..device import CUDA, ROCM, gpu_aware, ordered, plan
 from ..dtypes import carrier_for
 
 _NUMPY_NATIVE = {
@@ -71,6 +71,7 @@ def _device_view(t: torch.Tensor, writable: bool, op: str, name: str) -> tuple[A
         raise _Value(op, "device", "{arg} is on device {got}: expected a CPU, CUDA or ROCm "
                      "tensor", {"arg": name}, got=t.device)
     how = plan(ROCM if torch.version.hip else CUDA, gpu_aware()[0])
+    ordered(t, writable)  # after the pending calls that use its memory
     # MPI must not read memory that kernels on the producer's stream are still writing
     torch.cuda.current_stream(t.device).synchronize()
     if t.requires_grad:
