@@ -72,6 +72,7 @@ def destroy_process_group(group: Any = None) -> None:
     if group is None:
         for pg in [*_State.groups, _State.default]:
             if pg is not None and pg.comm is not None:
+                _free_counts(pg)
                 pg.comm.Free()
                 pg.comm = None
         _State.groups.clear()
@@ -88,8 +89,17 @@ def destroy_process_group(group: Any = None) -> None:
     if group is _State.default:
         destroy_process_group(None)
     elif group.comm is not None:
+        _free_counts(group)
         group.comm.Free()
         group.comm = None
+
+
+def _free_counts(pg: Any) -> None:
+    """Free the persistent requests that carried the group's counts (before its
+    communicator: MPI keeps a communicator with live requests)."""
+    for ring in pg.counts.values():
+        ring.free()
+    pg.counts.clear()
 
 
 def get_backend(group: Any = None) -> str:

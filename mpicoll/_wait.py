@@ -44,10 +44,10 @@ def wait_requests(reqs: list[Any], op: str, group: Any, seq: int, args: Any,
     """
     if timeout is not None:
         secs = _env.as_seconds(timeout)
-        # one request: Test, never Testall, which MPICH 5.0 fails (MPI_ERR_IN_STATUS with
-        # every status MPI_SUCCESS) on a persistent collective's request
+        # each Test, never Testall, which MPICH 5.0 fails (MPI_ERR_IN_STATUS with every
+        # status MPI_SUCCESS) on a persistent collective's request
         test = (lambda: reqs[0].Test(status)) if status is not None or len(reqs) == 1 else (
-            lambda: MPI.Request.Testall(reqs))
+            lambda: all([r.Test() for r in reqs]))
         if not test_until(test, time.monotonic() + secs):
             raise torch_flavoured(CollectiveTimeout)(f"{op}: not completed within {secs:g} s")
         return

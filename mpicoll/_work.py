@@ -143,8 +143,10 @@ class Work:
         if not self._done:
             status = self._status()
             try:
+                # each Test, never Testall, which MPICH 5.0 fails on a persistent
+                # collective's request (the counts of _collectives/_sizes)
                 done = (self._reqs[0].Test(status) if status is not None or len(self._reqs) == 1
-                        else MPI.Request.Testall(self._reqs))
+                        else all([r.Test() for r in self._reqs]))
             except MPI.Exception as e:
                 self._fail(e)
                 return True

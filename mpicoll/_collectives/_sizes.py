@@ -27,7 +27,10 @@ from numpy import int64 as _int64
 
 from .. import _env
 from .._mpi import MPI
+from .._ordering import _complete_first
+from .._wait import wait_requests
 from ..errors import SizeMismatch, torch_flavoured
+from ._persistent_choice import choose
 
 _MAX = MPI.MAX
 
@@ -49,10 +52,18 @@ class Sizes:
         self.send = None if send is None else _array(send, _int64)
         self.expected = None if expected is None else _array(expected, _int64).tobytes()
 
-    def post(self, comm: Any) -> tuple[Any, Any]:
-        """Post the counts' collective on ``comm``: (request, what it receives into)."""
+    def post(self, group: Any) -> tuple[Any, Any, Any]:
+        """Start the counts' collective on ``group``: (request, what it receives into, its
+        :class:`Ring` and slot, to note an owner; None where it is not persistent)."""
+        rings = getattr(group, "counts", None)
+        if rings is not None and _persistent():
+            form = (self.method, self.root, 0 if self.send is None else self.send.size, self.n)
+            ring = rings.get(form)
+            if ring is None:  # (collective: every rank makes it at the same call)
+                ring = rings[form] = Ring(group.comm, self)
+            return ring.start(self)
         recv = _empty(self.n, _int64) if self.n else None
-        return getattr(comm, self.method)(self.send, recv, *self.after), recv
+        return getattr(group.comm, self.method)(self.send, recv, *self.after), recv, None
 
     def check(self, recv: Any, me: int) -> None:
         """Raise SizeMismatch if the counts received differ from those expected
@@ -70,6 +81,63 @@ class Sizes:
             f"{self.op}: the ranks disagree on sizes: {said}. The output of rank {me} is "
             "not what the call asked for (MPI may have cut a message short or left part "
             "of the output unwritten); every rank must pass sizes that match its peers'")
+
+
+UNSURE = object()  # a slot's owner after an error: the request may still be active
+_SLOTS = 8  # a group's persistent counts requests of one form, started in turn
+
+
+class Ring:
+    """A group's persistent counts collectives of one form (``MPI_*_init``, made once at
+    the group's first call of that form: every rank makes them at the same call), started
+    in turn: the counts then cost a ``Start`` rather than a new nonblocking collective
+    (MPICH: about 2 us less per call at 2 ranks). Up to ``_SLOTS`` calls of a form may be
+    in flight; the next one completes the oldest first (its Work, counts compared), so no
+    request is restarted while active and no counts are overwritten before compared.
+    Every rank takes the slots in the same order, as it makes its calls."""
+
+    __slots__ = ("at", "owners", "recvs", "reqs", "sends")
+
+    def __init__(self, comm: Any, sizes: Sizes) -> None:
+        init = getattr(comm, sizes.method[1].upper() + sizes.method[2:] + "_init")
+        self.sends = [None if sizes.send is None else _empty(sizes.send.size, _int64)
+                      for _ in range(_SLOTS)]
+        self.recvs = [_empty(sizes.n, _int64) if sizes.n else None for _ in range(_SLOTS)]
+        self.reqs = [init(self.sends[k], self.recvs[k], *sizes.after) for k in range(_SLOTS)]
+        self.owners: list[Any] = [None] * _SLOTS
+        self.at = 0
+
+    def start(self, sizes: Sizes) -> tuple[Any, Any, Any]:
+        k = self.at
+        self.at = (k + 1) % _SLOTS
+        owner = self.owners[k]
+        if owner is not None:  # a call _SLOTS back is still in flight here: complete it
+            self.owners[k] = None
+            if owner is UNSURE:
+                wait_requests([self.reqs[k]], sizes.op, None, 0, ())
+            elif not owner._done:
+                _complete_first(owner)
+        if sizes.send is not None:
+            self.sends[k][:] = sizes.send
+        req = self.reqs[k]
+        req.Start()
+        return req, self.recvs[k], (self, k)
+
+    def free(self) -> None:
+        """Free the requests (before the group's communicator is freed)."""
+        for req, owner in zip(self.reqs, self.owners, strict=True):
+            if req and owner is not UNSURE:  # (one left active by an error: left as it is)
+                req.Free()
+
+
+def _persistent() -> bool:
+    global _PERSISTENT
+    if _PERSISTENT is None:
+        _PERSISTENT = choose()[0]
+    return _PERSISTENT
+
+
+_PERSISTENT: bool | None = None
 
 
 class Agreed(Sizes):
@@ -157,6 +225,15 @@ def _kept(key: tuple, make: Any) -> Any:
             _KEPT.clear()
         found = _KEPT[key] = make()
     return found
+
+
+def describe() -> str:
+    """How the v-collectives' counts travel, for ``python -m mpicoll info``."""
+    if not sizes_on():
+        return "off (MPICOLL_CHECK=0): sizes that disagree across ranks are not caught"
+    how = ("a persistent collective per group and form, restarted each call (MPI_*_init)"
+           if _persistent() else "a nonblocking collective per call")
+    return f"counts beside each v-collective's data: {how}"
 
 
 def _elements(n: int) -> str:

@@ -11,7 +11,15 @@ from .._mpi import MPI
 from .._recorder import done, waiting
 from .._wait import wait_requests
 from .._work import Work
-from ._sizes import Sizes
+from ._sizes import UNSURE, Sizes
+
+
+def _owns(slot: Any, owner: Any) -> Any:
+    """Note ``owner`` (a Work, or UNSURE) as what holds a persistent counts slot, if the
+    counts took one (:class:`~._sizes.Ring`); returns ``owner``."""
+    if slot is not None:
+        slot[0].owners[slot[1]] = owner
+    return owner
 
 
 def interrupted(op: str, req: Any, group: Any, seq: int, args: tuple,
@@ -34,9 +42,9 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
     """The rest of :func:`issue` once the data's request ``req`` is posted: post the
     counts' collective beside it, wait for both (or return their Work), compare the
     counts, then ``finalize``."""
-    comm, me = group.comm, group._rank
+    me = group._rank
     try:
-        creq, crecv = sizes.post(comm)
+        creq, crecv, slot = sizes.post(group)
     except MPI.Exception as e:
         # the data's request is posted: it becomes a pending Work, its buffers kept
         interrupted(op, req, group, seq, args, finalize, outputs, keep, rec)
@@ -56,8 +64,8 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         sizes.check(crecv, me)
 
     if async_op:
-        return Work(op, [req, creq], compared, keep=(args, keep, crecv), outputs=outputs,
-                    group=group, seq=seq, explain=explain, rec=rec)
+        return _owns(slot, Work(op, [req, creq], compared, keep=(args, keep, crecv),
+                                outputs=outputs, group=group, seq=seq, explain=explain, rec=rec))
     reqs = [req, creq]
     try:
         if not (req.Test() and creq.Test()):  # (Test of a completed request: True)
@@ -67,14 +75,15 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         # an MPI that reports the mismatch itself (Open MPI: a truncated message): the
         # counts, where they have arrived, say more
         done(rec, False)
+        _owns(slot, UNSURE)
         explain()
         raise mpi_error(op, e, args) from e
     except BaseException:
         # interrupted between Tests: both requests, and what follows them, become a
         # pending Work, as if the call had been made with async_op=True
-        if req or creq:
-            Work(op, [req, creq], compared, keep=(args, keep, crecv), outputs=outputs,
-                 group=group, seq=seq, explain=explain, rec=rec)
+        if req or (creq if slot is None else not creq.Test()):
+            _owns(slot, Work(op, [req, creq], compared, keep=(args, keep, crecv),
+                             outputs=outputs, group=group, seq=seq, explain=explain, rec=rec))
         else:
             done(rec)  # (both completed as the wait returned)
         raise
