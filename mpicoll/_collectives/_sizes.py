@@ -43,27 +43,31 @@ class Sizes:
     (:func:`_kept`) and kept with the quick path's entry; read-only, so calls in flight
     at once share it."""
 
-    __slots__ = ("after", "expected", "method", "n", "op", "root", "says", "send")
+    __slots__ = ("after", "expected", "form", "method", "n", "op", "root", "says", "send",
+                 "sent")
 
     def __init__(self, op: str, method: str, send: Any, n: int, expected: list[int] | None,
                  says: str, root: int | None = None, after: tuple = ()) -> None:
         self.op, self.method, self.n, self.root, self.says = op, method, n, root, says
         self.after = after if root is None else (root,)
         self.send = None if send is None else _array(send, _int64)
+        self.sent = None if send is None else self.send.tobytes()
         self.expected = None if expected is None else _array(expected, _int64).tobytes()
+        # the persistent requests that can carry these counts (Ring): the same on every
+        # rank for the same call
+        self.form = (method, root, 0 if send is None else self.send.size, n)
 
-    def post(self, group: Any) -> tuple[Any, Any, Any]:
+    def post(self, group: Any) -> tuple[Any, Any, Any, int]:
         """Start the counts' collective on ``group``: (request, what it receives into, its
-        :class:`Ring` and slot, to note an owner; None where it is not persistent)."""
+        :class:`Ring` and slot there, to note an owner; None, 0 where not persistent)."""
         rings = getattr(group, "counts", None)
-        if rings is not None and _persistent():
-            form = (self.method, self.root, 0 if self.send is None else self.send.size, self.n)
-            ring = rings.get(form)
+        if rings is not None and (_PERSISTENT if _PERSISTENT is not None else _persistent()):
+            ring = rings.get(self.form)
             if ring is None:  # (collective: every rank makes it at the same call)
-                ring = rings[form] = Ring(group.comm, self)
+                ring = rings[self.form] = Ring(group.comm, self)
             return ring.start(self)
         recv = _empty(self.n, _int64) if self.n else None
-        return getattr(group.comm, self.method)(self.send, recv, *self.after), recv, None
+        return getattr(group.comm, self.method)(self.send, recv, *self.after), recv, None, 0
 
     def check(self, recv: Any, me: int) -> None:
         """Raise SizeMismatch if the counts received differ from those expected
@@ -90,24 +94,25 @@ _SLOTS = 8  # a group's persistent counts requests of one form, started in turn
 class Ring:
     """A group's persistent counts collectives of one form (``MPI_*_init``, made once at
     the group's first call of that form: every rank makes them at the same call), started
-    in turn: the counts then cost a ``Start`` rather than a new nonblocking collective
-    (MPICH: about 2 us less per call at 2 ranks). Up to ``_SLOTS`` calls of a form may be
-    in flight; the next one completes the oldest first (its Work, counts compared), so no
-    request is restarted while active and no counts are overwritten before compared.
+    in turn: a ``Start`` costs less than a new nonblocking collective (docs/performance.md).
+    Up to ``_SLOTS`` calls of a form may be in flight; the next completes the oldest first
+    (its Work, counts compared): no request restarted while active, no counts overwritten.
     Every rank takes the slots in the same order, as it makes its calls."""
 
     __slots__ = ("at", "owners", "recvs", "reqs", "sends")
 
     def __init__(self, comm: Any, sizes: Sizes) -> None:
         init = getattr(comm, sizes.method[1].upper() + sizes.method[2:] + "_init")
-        self.sends = [None if sizes.send is None else _empty(sizes.send.size, _int64)
-                      for _ in range(_SLOTS)]
+        sends = [None if sizes.send is None else _empty(sizes.send.size, _int64)
+                 for _ in range(_SLOTS)]
         self.recvs = [_empty(sizes.n, _int64) if sizes.n else None for _ in range(_SLOTS)]
-        self.reqs = [init(self.sends[k], self.recvs[k], *sizes.after) for k in range(_SLOTS)]
+        self.reqs = [init(sends[k], self.recvs[k], *sizes.after) for k in range(_SLOTS)]
+        # each send buffer as bytes to copy a call's counts into (memoryview: no numpy call)
+        self.sends = [None if b is None else memoryview(b).cast("B") for b in sends]
         self.owners: list[Any] = [None] * _SLOTS
         self.at = 0
 
-    def start(self, sizes: Sizes) -> tuple[Any, Any, Any]:
+    def start(self, sizes: Sizes) -> tuple[Any, Any, Any, int]:
         k = self.at
         self.at = (k + 1) % _SLOTS
         owner = self.owners[k]
@@ -117,11 +122,11 @@ class Ring:
                 wait_requests([self.reqs[k]], sizes.op, None, 0, ())
             elif not owner._done:
                 _complete_first(owner)
-        if sizes.send is not None:
-            self.sends[k][:] = sizes.send
+        if sizes.sent is not None:
+            self.sends[k][:] = sizes.sent
         req = self.reqs[k]
         req.Start()
-        return req, self.recvs[k], (self, k)
+        return req, self.recvs[k], self, k
 
     def free(self) -> None:
         """Free the requests (before the group's communicator is freed)."""
@@ -130,14 +135,14 @@ class Ring:
                 req.Free()
 
 
+_PERSISTENT: bool | None = None  # whether the counts take persistent requests (decided once)
+
+
 def _persistent() -> bool:
     global _PERSISTENT
     if _PERSISTENT is None:
         _PERSISTENT = choose()[0]
     return _PERSISTENT
-
-
-_PERSISTENT: bool | None = None
 
 
 class Agreed(Sizes):

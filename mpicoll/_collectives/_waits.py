@@ -14,11 +14,11 @@ from .._work import Work
 from ._sizes import UNSURE, Sizes
 
 
-def _owns(slot: Any, owner: Any) -> Any:
-    """Note ``owner`` (a Work, or UNSURE) as what holds a persistent counts slot, if the
-    counts took one (:class:`~._sizes.Ring`); returns ``owner``."""
-    if slot is not None:
-        slot[0].owners[slot[1]] = owner
+def _owns(ring: Any, slot: int, owner: Any) -> Any:
+    """Note ``owner`` (a Work, or UNSURE) as what holds slot ``slot`` of ``ring``, where
+    the counts took a persistent request (:class:`~._sizes.Ring`); returns ``owner``."""
+    if ring is not None:
+        ring.owners[slot] = owner
     return owner
 
 
@@ -44,7 +44,7 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
     counts, then ``finalize``."""
     me = group._rank
     try:
-        creq, crecv, slot = sizes.post(group)
+        creq, crecv, ring, slot = sizes.post(group)
     except MPI.Exception as e:
         # the data's request is posted: it becomes a pending Work, its buffers kept
         interrupted(op, req, group, seq, args, finalize, outputs, keep, rec)
@@ -64,7 +64,7 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         sizes.check(crecv, me)
 
     if async_op:
-        return _owns(slot, Work(op, [req, creq], compared, keep=(args, keep, crecv),
+        return _owns(ring, slot, Work(op, [req, creq], compared, keep=(args, keep, crecv),
                                 outputs=outputs, group=group, seq=seq, explain=explain, rec=rec))
     reqs = [req, creq]
     try:
@@ -75,14 +75,14 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         # an MPI that reports the mismatch itself (Open MPI: a truncated message): the
         # counts, where they have arrived, say more
         done(rec, False)
-        _owns(slot, UNSURE)
+        _owns(ring, slot, UNSURE)
         explain()
         raise mpi_error(op, e, args) from e
     except BaseException:
         # interrupted between Tests: both requests, and what follows them, become a
         # pending Work, as if the call had been made with async_op=True
-        if req or (creq if slot is None else not creq.Test()):
-            _owns(slot, Work(op, [req, creq], compared, keep=(args, keep, crecv),
+        if req or (creq if ring is None else not creq.Test()):
+            _owns(ring, slot, Work(op, [req, creq], compared, keep=(args, keep, crecv),
                              outputs=outputs, group=group, seq=seq, explain=explain, rec=rec))
         else:
             done(rec)  # (both completed as the wait returned)
