@@ -166,45 +166,14 @@ def test_cupy_input_written_by_a_long_kernel_on_another_stream(rank, size):
 
 def test_ddp_on_cuda_matches_single_process_training(rank, size):
     torch = _torch()
+    import _ddp
     import torch.distributed as tdist
-    from torch.nn.parallel import DistributedDataParallel as DDP
 
     import mpicoll.torch  # noqa: F401  (registers the backend)
 
-    def model():
-        torch.manual_seed(0)
-        return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(),
-                                   torch.nn.Linear(16, 3)).cuda()
-
     tdist.init_process_group("mpicoll", init_method="mpi://")
     try:
-        per_rank = 4
-        gen = torch.Generator().manual_seed(1234)
-        x = torch.randn(5, size * per_rank, 6, generator=gen).cuda()
-        y = torch.randn(5, size * per_rank, 3, generator=gen).cuda()
-        torch.manual_seed(rank)  # other ranks start elsewhere: DDP broadcasts rank 0's
-        local = model() if rank == 0 else torch.nn.Sequential(
-            torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)).cuda()
-        ddp = DDP(local, device_ids=[torch.cuda.current_device()], bucket_cap_mb=0.0001)
-        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
-        ref = model()
-        ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
-        sl = slice(rank * per_rank, (rank + 1) * per_rank)
-        for step in range(5):
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(ddp(x[step, sl]), y[step, sl]).backward()
-            opt.step()
-            ref_opt.zero_grad()
-            torch.nn.functional.mse_loss(ref(x[step]), y[step]).backward()
-            ref_opt.step()
-        for p, q in zip(ddp.module.parameters(), ref.parameters(), strict=True):
-            assert p.is_cuda
-            torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
-        flat = torch.cat([p.detach().flatten() for p in ddp.module.parameters()])
-        everyone = [torch.empty_like(flat) for _ in range(size)]
-        tdist.all_gather(everyone, flat)
-        for other in everyone:
-            assert torch.equal(other, flat)
+        _ddp.matches_single_process_training(rank, size, f"cuda:{torch.cuda.current_device()}")
     finally:
         tdist.destroy_process_group()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _ddp
 import numpy as np
 import pytest
 import torch
@@ -383,41 +384,8 @@ def test_functional_collectives(rank, size):
     assert a2a.tolist() == [float(10 * i + rank) for i in range(size)]
 
 
-def _model():
-    torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
-
-
 def test_ddp_matches_single_process_training(rank, size):
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
-    per_rank = 4
-    gen = torch.Generator().manual_seed(1234)
-    x = torch.randn(5, size * per_rank, 6, generator=gen)
-    y = torch.randn(5, size * per_rank, 3, generator=gen)
-
-    torch.manual_seed(rank)  # different local init: DDP must broadcast rank 0's
-    ddp = DDP(_model() if rank == 0 else torch.nn.Sequential(
-        torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)),
-        bucket_cap_mb=0.0001)  # tiny buckets: several all_reduces per step
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    ref = _model()
-    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
-    sl = slice(rank * per_rank, (rank + 1) * per_rank)
-    for step in range(5):
-        opt.zero_grad()
-        torch.nn.functional.mse_loss(ddp(x[step, sl]), y[step, sl]).backward()
-        opt.step()
-        ref_opt.zero_grad()
-        torch.nn.functional.mse_loss(ref(x[step]), y[step]).backward()
-        ref_opt.step()
-    for p, q in zip(ddp.module.parameters(), ref.parameters(), strict=True):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
-    flat = torch.cat([p.detach().flatten() for p in ddp.module.parameters()])
-    everyone = [torch.empty_like(flat) for _ in range(size)]
-    tdist.all_gather(everyone, flat)
-    for other in everyone:
-        assert torch.equal(other, flat)  # bit-identical across ranks
+    _ddp.matches_single_process_training(rank, size)
 
 
 def test_ddp_no_sync_and_unused_parameters(rank, size):
