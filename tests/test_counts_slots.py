@@ -1,8 +1,9 @@
 """The counts that travel beside a v-collective's data, on persistent requests where the
-MPI has them (_collectives/_sizes.Ring): many calls of one form in flight at once, more
-than the ring's slots, waited in any order, blocking calls among them, and a mismatch
-among them still reported by the call that made it, with its own counts. Each output is
-checked against a numpy reference; every rank makes the same calls in the same order.
+MPI has them (_collectives/_counts_ring): many calls of one form in flight at once, more
+than the ring's slots, waited in any order, blocking calls among them, exchanges, gathers
+to several roots and all_gathers; a mismatch among them still reported by the call that
+made it, with its own counts; no finished call held by the ring. Each output is checked
+against a numpy reference; every rank makes the same calls in the same order.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import numpy as np
 import pytest
 
 import mpicoll as dist
-from mpicoll._collectives import _sizes
+from mpicoll._collectives import _counts_ring, _sizes
 from mpicoll.errors import SizeMismatch
 
 MULTI = pytest.mark.mpi(min_size=2)
-CALLS = 3 * _sizes._SLOTS + 1  # the ring goes round three times
+SLOTS = _counts_ring.SLOTS
+CALLS = 3 * SLOTS + 1  # the ring goes round three times
 
 
 def _splits(src, dst, k):
@@ -39,21 +41,60 @@ def _call(rank, size, group, k, async_op, wrong=False):
     return w, y, want
 
 
+@pytest.fixture
+def fresh(size):
+    """A group of every rank, its own for one test (its rings start empty)."""
+    g = dist.new_group(list(range(size)))
+    yield g
+    dist.destroy_process_group(g)
+
+
+def _rings(g):
+    """The group's rings, and that none holds a finished call."""
+    for ring in g.counts.values():
+        assert all(o is None or not o._done for o in ring.owners)
+    return g.counts
+
+
 @MULTI
 @pytest.mark.parametrize("order", ["issued", "reversed"])
-def test_more_calls_in_flight_than_slots(rank, size, group, order):
-    calls = [_call(rank, size, group, k, async_op=k % 4 != 3) for k in range(CALLS)]
+def test_more_calls_in_flight_than_slots(rank, size, fresh, order):
+    calls = [_call(rank, size, fresh, k, async_op=k % 4 != 3) for k in range(CALLS)]
     if _sizes._persistent():
-        assert group.counts, "the counts did not take the persistent ring"
+        (ring,) = _rings(fresh).values()  # one form: Ialltoall of size counts
+        assert ring.at == CALLS % SLOTS
     for w, y, want in (calls if order == "issued" else calls[::-1]):
         if w is not None:
             w.wait()
         np.testing.assert_array_equal(y, want)
+    assert all(o is None for ring in _rings(fresh).values() for o in ring.owners)
+
+
+@MULTI
+def test_gathers_to_every_root_and_all_gathers_in_flight(rank, size, fresh):
+    works = []
+    for k in range(CALLS):
+        root = k % size
+        mine = np.full(k % 3 + 1, 100.0 * rank + k)
+        slots = [np.full(k % 3 + 1, -1.0) for _ in range(size)] if rank == root else None
+        works.append((dist.gather(mine, slots, dst=root, group=fresh, async_op=True), slots,
+                      [np.full(k % 3 + 1, 100.0 * j + k) for j in range(size)]))
+        outs = [np.full(k % 2 + 1, -1.0) for _ in range(size)]
+        works.append((dist.all_gather(outs, np.full(k % 2 + 1, 10.0 * rank + k),
+                                      group=fresh, async_op=True), outs,
+                      [np.full(k % 2 + 1, 10.0 * j + k) for j in range(size)]))
+    if _sizes._persistent():  # Igather per root, Iallreduce of the all_gather's sizes
+        assert len(_rings(fresh)) == size + 1
+    for w, got, want in works[::-1]:
+        w.wait()
+        if got is not None:
+            for g, x in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g, x)
 
 
 @MULTI
 def test_a_mismatch_among_calls_in_flight_is_reported_by_its_own_call(rank, size, group):
-    bad = _sizes._SLOTS + 2  # its counts' slot is taken again before it is waited
+    bad = SLOTS + 2  # its counts' slot is taken again before it is waited
     calls = [_call(rank, size, group, k, async_op=True, wrong=(k == bad and rank == 1))
              for k in range(CALLS)]
     for k, (w, y, want) in enumerate(calls):

@@ -43,10 +43,14 @@ def test_info():
     assert (f"all_gather of {least} or more a rank, up to 8 ranks: Ialltoallv" in
             rows["call choices"]) if least else "all_gather" not in rows["call choices"]
     # the counts beside the v-collectives' data: persistent requests on an MPI-4 library
-    persistent = MPI.Get_version() >= (4, 0)
-    assert rows["sizes check"] == "counts beside each v-collective's data: " + (
+    from mpicoll._collectives._persistent_choice import choose
+    from mpicoll._env import Settings
+
+    assert rows["sizes check"] == ("counts beside each v-collective's data: " + (
         "a persistent collective per group and form, restarted each call (MPI_*_init)"
-        if persistent else "a nonblocking collective per call"), rows["sizes check"]
+        if choose()[0] else "a nonblocking collective per call") if Settings().sizes else
+        "off (MPICOLL_CHECK=0): sizes that disagree across ranks are not caught"
+    ), rows["sizes check"]
     aware, why = gpu_aware()  # this process decides from the same environment
     assert rows["GPU-aware MPI"] == f"{'yes' if aware else 'no'} ({why})"
     # the frameworks the suite installs: their versions, and no "(import failed: ...)"

@@ -46,6 +46,8 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
         verify(op, group, sig() if sig is not None else {})
     comm = group.comm
     rec = issued(op, group, seq, args)
+    if sizes is not None:
+        sizes.prepare(group)  # (before any data is posted: _sizes)
     if _large.MPI3 and _large.too_big(args):
         # counts above INT_MAX on an MPI-3 library: rewritten, and done before returning
         try:
@@ -103,6 +105,7 @@ def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = N
         _departed.check(op, group, seq)
     rec = issued(op, group, seq, args, depth=depth)
     if sizes is not None:
+        sizes.prepare(group)
         try:
             req = getattr(group.comm, method)(*args)
         except MPI.Exception as e:
@@ -127,10 +130,9 @@ def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = N
 
 def quick_then_copy(op: str, group: Any, method: str, args: tuple,
                     copy: tuple[Any, Any], sizes: Sizes | None = None, depth: int = 3) -> None:
-    """:func:`quick`, then ``copy`` = (destination, source): this rank's own block, which
-    MPICH's Alltoallv is left out of (:func:`own_blocks`). The copy is made also when the
-    wait is interrupted (MPI never touches that block), as the general path's would be
-    when its pending Work completes."""
+    """:func:`quick`, then ``copy`` = (destination, source): this rank's own block, left
+    out of MPICH's Alltoallv (:func:`own_blocks`); made also when the wait is interrupted
+    (MPI never touches that block), as the general path's pending Work would."""
     try:
         quick(op, group, method, args, sizes, depth + 1)
     finally:
@@ -146,8 +148,8 @@ def own_blocks(send: Any, recv: Any, own: tuple[int, int, int]) -> tuple[Any, An
 
 def quick_array(tensor: Any, writable: bool = True) -> Any:
     """The numpy array over ``tensor``'s memory when the call can take :func:`quick`'s
-    path (contiguous, writable if ``writable``, plain dtype, no staging; counts that fit
-    an int; checked mode off); else None."""
+    path (contiguous, writable if ``writable``, plain dtype, no staging, counts that fit an
+    int, checked mode off), else None."""
     s_ = _env._settings
     if s_ is None or s_.check or _pending:  # (pending Works: as_buffer orders the call)
         return None
@@ -236,15 +238,13 @@ _NONBLOCKING: dict[str, str] = {}
 
 
 def _nonblocking(method: str) -> str:
-    name = _NONBLOCKING[method] = "I" + method[0].lower() + method[1:]
-    return name
+    return _NONBLOCKING.setdefault(method, "I" + method[0].lower() + method[1:])
 
 
 def _large_hint(args: Any) -> str:
     """Explain an MPI error that comes from counts this MPI cannot express."""
     if not (_large.MPI3 and _large.too_big(args)):
         return ""
-    version = "{}.{}".format(*MPI.Get_version())
-    return (f"; the message has more than 2**31-1 elements and this MPI implements MPI "
-            f"{version}, without the MPI-4 large-count calls: use an MPI-4 library (the "
-            "mpich wheel: pip install mpicoll[mpich]) or split the message")
+    return ("; the message has more than 2**31-1 elements and this MPI implements MPI {}.{},"
+            " without the MPI-4 large-count calls: use an MPI-4 library (the mpich wheel: "
+            "pip install mpicoll[mpich]) or split the message").format(*MPI.Get_version())

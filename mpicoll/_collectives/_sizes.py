@@ -27,9 +27,8 @@ from numpy import int64 as _int64
 
 from .. import _env
 from .._mpi import MPI
-from .._ordering import _complete_first
-from .._wait import wait_requests
 from ..errors import SizeMismatch, torch_flavoured
+from ._counts_ring import Ring
 from ._persistent_choice import choose
 
 _MAX = MPI.MAX
@@ -57,17 +56,37 @@ class Sizes:
         # rank for the same call
         self.form = (method, root, 0 if send is None else self.send.size, n)
 
-    def post(self, group: Any) -> tuple[Any, Any, Any, int]:
+    def prepare(self, group: Any) -> None:
+        """Before the call's data is posted: where the counts take a persistent request
+        (:mod:`._counts_ring`), make the group's ring of this form at its first call, and
+        the slot this call takes free."""
+        ring = self._ring(group)
+        if ring is not None:
+            ring.ready(self.op, group)
+
+    def post(self, group: Any) -> tuple[Any, Any, Ring | None, int]:
         """Start the counts' collective on ``group``: (request, what it receives into, its
         :class:`Ring` and slot there, to note an owner; None, 0 where not persistent)."""
-        rings = getattr(group, "counts", None)
-        if rings is not None and (_PERSISTENT if _PERSISTENT is not None else _persistent()):
-            ring = rings.get(self.form)
-            if ring is None:  # (collective: every rank makes it at the same call)
-                ring = rings[self.form] = Ring(group.comm, self)
-            return ring.start(self)
+        ring = self._ring(group)
+        if ring is not None:
+            return ring.start(self.op, group, self.sent)
         recv = _empty(self.n, _int64) if self.n else None
         return getattr(group.comm, self.method)(self.send, recv, *self.after), recv, None, 0
+
+    def _ring(self, group: Any) -> Ring | None:
+        global _PERSISTENT
+        rings = getattr(group, "counts", None)
+        if rings is None or not (_PERSISTENT if _PERSISTENT is not None else _persistent()):
+            return None
+        ring = rings.get(self.form)
+        if ring is None:  # (collective: every rank makes it at the same call)
+            try:
+                ring = rings[self.form] = Ring(group.comm, self.method, self.after,
+                                               self.form[2], self.n)
+            except NotImplementedError:  # (MPICOLL_PERSISTENT=1 on a library without them)
+                _PERSISTENT = False
+                return None
+        return ring
 
     def check(self, recv: Any, me: int) -> None:
         """Raise SizeMismatch if the counts received differ from those expected
@@ -85,54 +104,6 @@ class Sizes:
             f"{self.op}: the ranks disagree on sizes: {said}. The output of rank {me} is "
             "not what the call asked for (MPI may have cut a message short or left part "
             "of the output unwritten); every rank must pass sizes that match its peers'")
-
-
-UNSURE = object()  # a slot's owner after an error: the request may still be active
-_SLOTS = 8  # a group's persistent counts requests of one form, started in turn
-
-
-class Ring:
-    """A group's persistent counts collectives of one form (``MPI_*_init``, made once at
-    the group's first call of that form: every rank makes them at the same call), started
-    in turn: a ``Start`` costs less than a new nonblocking collective (docs/performance.md).
-    Up to ``_SLOTS`` calls of a form may be in flight; the next completes the oldest first
-    (its Work, counts compared): no request restarted while active, no counts overwritten.
-    Every rank takes the slots in the same order, as it makes its calls."""
-
-    __slots__ = ("at", "owners", "recvs", "reqs", "sends")
-
-    def __init__(self, comm: Any, sizes: Sizes) -> None:
-        init = getattr(comm, sizes.method[1].upper() + sizes.method[2:] + "_init")
-        sends = [None if sizes.send is None else _empty(sizes.send.size, _int64)
-                 for _ in range(_SLOTS)]
-        self.recvs = [_empty(sizes.n, _int64) if sizes.n else None for _ in range(_SLOTS)]
-        self.reqs = [init(sends[k], self.recvs[k], *sizes.after) for k in range(_SLOTS)]
-        # each send buffer as bytes to copy a call's counts into (memoryview: no numpy call)
-        self.sends = [None if b is None else memoryview(b).cast("B") for b in sends]
-        self.owners: list[Any] = [None] * _SLOTS
-        self.at = 0
-
-    def start(self, sizes: Sizes) -> tuple[Any, Any, Any, int]:
-        k = self.at
-        self.at = (k + 1) % _SLOTS
-        owner = self.owners[k]
-        if owner is not None:  # a call _SLOTS back is still in flight here: complete it
-            self.owners[k] = None
-            if owner is UNSURE:
-                wait_requests([self.reqs[k]], sizes.op, None, 0, ())
-            elif not owner._done:
-                _complete_first(owner)
-        if sizes.sent is not None:
-            self.sends[k][:] = sizes.sent
-        req = self.reqs[k]
-        req.Start()
-        return req, self.recvs[k], self, k
-
-    def free(self) -> None:
-        """Free the requests (before the group's communicator is freed)."""
-        for req, owner in zip(self.reqs, self.owners, strict=True):
-            if req and owner is not UNSURE:  # (one left active by an error: left as it is)
-                req.Free()
 
 
 _PERSISTENT: bool | None = None  # whether the counts take persistent requests (decided once)

@@ -11,7 +11,8 @@ from .._mpi import MPI
 from .._recorder import done, waiting
 from .._wait import wait_requests
 from .._work import Work
-from ._sizes import UNSURE, Sizes
+from ._counts_ring import UNSURE
+from ._sizes import Sizes
 
 
 def _owns(ring: Any, slot: int, owner: Any) -> Any:
@@ -51,6 +52,8 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         raise mpi_error(op, e, args) from e
 
     def compared() -> None:
+        if ring is not None:  # (the slot's counts are read: the slot is free again)
+            ring.owners[slot] = None
         sizes.check(crecv, me)
         if finalize is not None:
             finalize()
