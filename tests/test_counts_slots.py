@@ -118,3 +118,23 @@ def test_a_destroyed_group_frees_its_counts_and_a_new_one_works(rank, size):
         dist.destroy_process_group(g)
         assert not g.counts
         assert all(not req for ring in rings for req in ring.reqs)
+
+
+@MULTI
+def test_forms_past_the_rings_cap_take_a_nonblocking_collective(rank, size, fresh,
+                                                                monkeypatch):
+    monkeypatch.setattr(_sizes, "RINGS", 1)  # (alike on every rank)
+    works = []
+    for k in range(2 * SLOTS + 1):
+        root = k % 2  # the second root's form is past the cap
+        mine = np.full(2, 10.0 * rank + k)
+        slots = [np.full(2, -1.0) for _ in range(size)] if rank == root else None
+        works.append((dist.gather(mine, slots, dst=root, group=fresh, async_op=True), slots,
+                      k))
+    if _sizes._persistent():
+        assert len(fresh.counts) == 1
+    for w, slots, k in works:
+        w.wait()
+        if slots is not None:
+            for j, got in enumerate(slots):
+                np.testing.assert_array_equal(got, np.full(2, 10.0 * j + k))

@@ -25,6 +25,9 @@ from .._ordering import _complete_first
 from .._wait import wait_requests
 
 SLOTS = 32
+# rings a group keeps: its first forms (every rank makes the same, in the same order);
+# later forms (gathers to yet another root) take a nonblocking collective per call
+RINGS = 16
 UNSURE = object()  # a slot's owner after an error: its request may still be active
 
 

@@ -28,7 +28,7 @@ from numpy import int64 as _int64
 from .. import _env
 from .._mpi import MPI
 from ..errors import SizeMismatch, torch_flavoured
-from ._counts_ring import Ring
+from ._counts_ring import RINGS, Ring
 from ._persistent_choice import choose
 
 _MAX = MPI.MAX
@@ -80,6 +80,8 @@ class Sizes:
             return None
         ring = rings.get(self.form)
         if ring is None:  # (collective: every rank makes it at the same call)
+            if len(rings) >= RINGS:  # (gathers to many roots: the first forms only)
+                return None
             try:
                 ring = rings[self.form] = Ring(group.comm, self.method, self.after,
                                                self.form[2], self.n)
