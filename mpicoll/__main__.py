@@ -56,7 +56,7 @@ def info() -> list[tuple[str, str]]:
     # lazy: these start MPI or import numpy, which `--help`, `trace` and a wrong command must not
     from . import _polling
     from ._adapter.device import gpu_aware
-    from ._collectives import _choices, _sizes
+    from ._collectives import _choices, _direct, _sizes
     from ._collectives._persistent import available
     from ._mpi import MPI, NETMOD_CHOICE
     from ._process_group import default_group
@@ -79,6 +79,7 @@ def info() -> list[tuple[str, str]]:
     rows.append(("blocking wait", _polling.chosen))
     rows.append(("call choices", "; ".join(_choices.describe())))
     rows.append(("sizes check", _sizes.describe()))
+    rows.append(("exchanges", _direct.describe()))
     rows.append(("flight record", _recording()))
     for module, dist in _FRAMEWORKS:
         version = _version(dist) or _provider_version(module)

@@ -96,10 +96,14 @@ def destroy_process_group(group: Any = None) -> None:
 
 def _free_counts(pg: Any) -> None:
     """Free the persistent requests that carried the group's counts (before its
-    communicator: MPI keeps a communicator with live requests)."""
+    communicator: MPI keeps a communicator with live requests), and the communicator of
+    its direct exchanges."""
     for ring in pg.counts.values():
         ring.free()
     pg.counts.clear()
+    if pg.direct is not None:
+        pg.direct.Free()
+        pg.direct = None
 
 
 def get_backend(group: Any = None) -> str:

@@ -24,8 +24,8 @@ class ProcessGroup:
     group's size, as in ``torch.distributed.ProcessGroup``.
     """
 
-    __slots__ = ("__weakref__", "_index", "_rank", "_size", "comm", "counts", "desc", "key",
-                 "name", "ranks", "received", "sent", "seq", "timeout")
+    __slots__ = ("__weakref__", "_index", "_rank", "_size", "comm", "counts", "desc",
+                 "direct", "key", "name", "ranks", "received", "sent", "seq", "timeout")
 
     def __init__(self, comm: Any, ranks: list[int], *, name: str = "",
                  desc: str = "", timeout: Any = None) -> None:
@@ -42,6 +42,8 @@ class ProcessGroup:
         self.received: dict[int, int] = {}  # group rank -> messages received from it
         # persistent collectives that carry calls' counts, by form (_collectives/_sizes)
         self.counts: dict[tuple, Any] = {}
+        # the communicator of its direct exchanges, made at the first (_collectives/_direct)
+        self.direct: Any = None
         # the same on every member: groups are made in the same order everywhere
         twins = sum(1 for g in _EVERY if g.name == name and g.ranks == ranks)
         self.key = (name, tuple(ranks), twins)

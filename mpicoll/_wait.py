@@ -34,14 +34,18 @@ def test_until(test: Callable[[], bool], deadline: float) -> bool:
 
 
 def wait_requests(reqs: list[Any], op: str, group: Any, seq: int, args: Any,
-                  timeout: Any = None, status: Any = None, peer: int | None = None) -> None:
+                  timeout: Any = None, status: Any = None, peer: int | None = None,
+                  statuses: list[Any] | None = None) -> None:
     """Wait for ``reqs``: the one way mpicoll waits.
 
     With ``timeout`` (a caller's ``wait(timeout=...)``) it polls and raises
     :class:`CollectiveTimeout` on expiry, the operation left pending. Without,
     it blocks in MPI under the monitor's eye (group timeout, departed peers,
-    signals). ``status`` receives a single request's status.
+    signals). ``status`` receives a single request's status; ``statuses`` one per
+    request, of point-to-point requests only (Testall and Waitall).
     """
+    if statuses is not None:
+        return _wait_all(reqs, op, group, seq, args, timeout, statuses)
     if timeout is not None:
         secs = _env.as_seconds(timeout)
         # each Test, never Testall, which MPICH 5.0 fails (MPI_ERR_IN_STATUS with every
@@ -74,5 +78,25 @@ def wait_requests(reqs: list[Any], op: str, group: Any, seq: int, args: Any,
             reqs[0].Wait()
         else:
             MPI.Request.Waitall(reqs)
+    finally:
+        watched.end(token)
+
+
+def _wait_all(reqs: list[Any], op: str, group: Any, seq: int, args: Any, timeout: Any,
+              statuses: list[Any]) -> None:
+    """:func:`wait_requests` of point-to-point requests whose statuses are read after
+    (Testall and Waitall: a completed request tested again would lose its status)."""
+    testall = MPI.Request.Testall
+    if timeout is not None:
+        secs = _env.as_seconds(timeout)
+        if not test_until(lambda: testall(reqs, statuses), time.monotonic() + secs):
+            raise torch_flavoured(CollectiveTimeout)(f"{op}: not completed within {secs:g} s")
+        return
+    for _ in _polling.spin:
+        if testall(reqs, statuses):
+            return
+    token = watched.begin(op, group, seq, args, timeout_for(group))
+    try:
+        MPI.Request.Waitall(reqs, statuses)
     finally:
         watched.end(token)

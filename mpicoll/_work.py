@@ -32,14 +32,18 @@ class Work:
     """
 
     __slots__ = ("_done", "_exc", "_explain", "_finalize", "_keep", "_mem", "_n", "_on_status",
-                 "_outputs", "_rec", "_reqs", "_source", "group", "op", "peer", "seq")
+                 "_outputs", "_rec", "_reqs", "_source", "_statuses", "group", "op", "peer",
+                 "seq")
 
     def __init__(self, op: str, reqs: list[Any], finalize: Callable[[], Any] | None = None,
                  keep: Any = None, outputs: list[Any] | None = None, group: Any = None,
                  seq: int = 0, on_status: Callable[[Any], int] | None = None,
                  peer: int | None = None, explain: Callable[[], Any] | None = None,
-                 rec: list | None = None) -> None:
+                 rec: list | None = None, statuses: list[Any] | None = None) -> None:
         self.op = op
+        # one per request, filled at completion (point-to-point requests: _collectives/
+        # _direct reads the counts its receives got), or None
+        self._statuses = statuses
         # on an MPI error, called first: what it raises replaces MPI's error (the counts
         # that explain a truncated message: _collectives/_sizes)
         self._explain = explain
@@ -129,7 +133,7 @@ class Work:
             _waiting(self._rec)
             try:
                 wait_requests(self._reqs, self.op, self.group, self.seq, self._keep, timeout,
-                              status, self.peer)
+                              status, self.peer, self._statuses)
             except MPI.Exception as e:
                 self._fail(e)
             else:
@@ -145,7 +149,9 @@ class Work:
             try:
                 # each Test, never Testall, which MPICH 5.0 fails on a persistent
                 # collective's request (the counts of _collectives/_sizes)
-                done = (self._reqs[0].Test(status) if status is not None or len(self._reqs) == 1
+                done = (MPI.Request.Testall(self._reqs, self._statuses)
+                        if self._statuses is not None else
+                        self._reqs[0].Test(status) if status is not None or len(self._reqs) == 1
                         else all([r.Test() for r in self._reqs]))
             except MPI.Exception as e:
                 self._fail(e)

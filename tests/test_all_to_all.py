@@ -13,6 +13,7 @@ from _reference import MOVE_DTYPES, assert_equal, block, split
 from mpi4py import MPI
 
 import mpicoll as dist
+from mpicoll._collectives import _direct
 
 COLS = 3
 
@@ -175,8 +176,13 @@ def test_all_to_all_list_chunked_views_zero_copy(monkeypatch, xp, rank, size, gr
                                                  async_op):
     if not xp.host:
         pytest.skip(f"{xp.name}: device memory goes to MPI directly or staged (test_device)")
-    recorder = _RecordingComm(group.comm)
-    monkeypatch.setattr(group, "comm", recorder)  # this module's group, restored after
+    # the communicator the exchange goes on: the group's own for direct exchanges
+    # (_collectives/_direct; made by the group's first one), else the group's
+    where = "direct" if _direct.chosen(group) else "comm"
+    if getattr(group, where) is None:
+        dist.all_to_all_single(np.empty(size), np.zeros(size), group=group)
+    recorder = _RecordingComm(getattr(group, where))
+    monkeypatch.setattr(group, where, recorder)  # this module's group, restored after
     big_in = xp.tensor(np.arange(size * 2) + rank * 100, "int64")
     big_out = xp.full((size * 2,), -1, "int64")
     work = dist.all_to_all(xp.pieces(big_out, [2] * size), xp.pieces(big_in, [2] * size),
@@ -185,11 +191,18 @@ def test_all_to_all_list_chunked_views_zero_copy(monkeypatch, xp, rank, size, gr
         work.wait()
     exp = np.concatenate([np.arange(rank * 2, rank * 2 + 2) + j * 100 for j in range(size)])
     assert_equal(big_out, exp, "int64")
-    # one MPI call, reading the input's own memory and writing the output's own memory
-    (send, recv), = [args for method, args in recorder.calls
-                     if method in ("Alltoallv", "Ialltoallv")]
-    assert _memory(send[0]) == xp.memory(big_in)
-    assert _memory(recv[0]) == xp.memory(big_out)
+    # reading the input's own memory and writing the output's own memory: one MPI call,
+    # or one message to and from each peer
+    if where == "comm":
+        (send, recv), = [args for method, args in recorder.calls
+                         if method in ("Alltoallv", "Ialltoallv")]
+        sends, recvs = [send], [recv]
+    else:
+        sends = [args[0] for method, args in recorder.calls if method == "Isend"]
+        recvs = [args[0] for method, args in recorder.calls if method == "Irecv"]
+        assert len(sends) == len(recvs) == size - 1
+    assert all(_memory(send[0]) == xp.memory(big_in) for send in sends)
+    assert all(_memory(recv[0]) == xp.memory(big_out) for recv in recvs)
 
 
 def test_all_to_all_list_non_contiguous_outputs(xp, rank, size, group):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mpicoll as dist
-from mpicoll._collectives import _counts_ring, _sizes
+from mpicoll._collectives import _counts_ring, _direct, _sizes
 from mpicoll.errors import SizeMismatch
 
 MULTI = pytest.mark.mpi(min_size=2)
@@ -39,6 +39,13 @@ def _call(rank, size, group, k, async_op, wrong=False):
     w = dist.all_to_all_single(y, x, recv, send, group=group, async_op=async_op)
     want = np.concatenate([_values(j, rank, k, recv[j]) for j in range(size)])
     return w, y, want
+
+
+@pytest.fixture(autouse=True)
+def exchanges_through_alltoallv(monkeypatch):
+    """all_to_all_single as Alltoallv with its counts beside it, as on groups too large
+    to exchange directly (_collectives/_direct: test_direct.py has the direct form)."""
+    monkeypatch.setattr(_direct, "MAX_RANKS", 1)
 
 
 @pytest.fixture

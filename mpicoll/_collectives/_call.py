@@ -19,7 +19,8 @@ from .._pending import pending as _pending
 from .._recorder import done, issued, waiting
 from .._wait import wait_requests
 from .._work import Work
-from . import _large
+from . import _direct, _large
+from ._own_block import own_blocks
 from ._sizes import Sizes
 from ._waits import interrupted, with_sizes
 
@@ -139,13 +140,6 @@ def quick_then_copy(op: str, group: Any, method: str, args: tuple,
         _copyto(*copy)
 
 
-def own_blocks(send: Any, recv: Any, own: tuple[int, int, int]) -> tuple[Any, Any]:
-    """(receive part, send part) of this rank's own block, ``own`` = (send offset,
-    receive offset, count) in elements of the contiguous arrays ``send`` and ``recv``."""
-    s0, r0, c = own
-    return recv.reshape(-1)[r0:r0 + c], send.reshape(-1)[s0:s0 + c]
-
-
 def quick_array(tensor: Any, writable: bool = True) -> Any:
     """The numpy array over ``tensor``'s memory when the call can take :func:`quick`'s
     path (contiguous, writable if ``writable``, plain dtype, no staging, counts that fit an
@@ -212,7 +206,9 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
     from array ``s`` to array ``r``: C-contiguous, ``r`` writable, apart (the user's frame:
     5 up from the recorder's, past quick, this, quick_exchange, the public function)."""
     method, sc, rc, dt, mpi_op, own, sizes = hit
-    if own is not None:
+    if method == "direct":
+        _direct.exchanged(op, group, hit, s, r)
+    elif own is not None:
         quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own),
                         sizes, 5)
     else:

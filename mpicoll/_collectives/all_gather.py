@@ -20,8 +20,8 @@ from ._call import exchange_key, issue, quick, quick_array, quick_exchange, quic
 from ._choices import gather_by_alltoallv
 from ._large import INT_MAX
 from ._layout import apart, displs, layout
+from ._own_block import own_copy, then
 from ._sizes import agreed
-from .all_to_all import _own_copy, _then
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
@@ -66,7 +66,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     if by_a2a is not None:  # the same call on every rank, in place or not
         send = src.array if sendspec is not MPI.IN_PLACE else src.array.copy()
         method, args = "Alltoallv", ([send, by_a2a[0], dt], [rarr, by_a2a[1], dt])
-        finish = _then(_own_copy(send, rarr, by_a2a[2]), finish)
+        finish = then(own_copy(send, rarr, by_a2a[2]), finish)
     return issue(name, pg, method, args, finish, async_op, [output_tensor],
                  sig=lambda: {"dtype": src.dtype, "numel": count})
 
@@ -76,7 +76,7 @@ def _by_alltoallv(me: int, count: int, counts: list[int],
     """The all_gather of ``counts`` (``count`` from this rank, ``nbytes`` in all) as
     Alltoallv where :func:`gather_by_alltoallv` chooses it: (send counts and
     displacements, receive counts and displacements, this rank's own block to copy
-    locally or None, as :func:`all_to_all._alltoallv_args`); None: Allgather(v). Every
+    locally or None, as :func:`_own_block.alltoallv_args`); None: Allgather(v). Every
     rank sends its one block, at displacement 0, to every rank."""
     n = len(counts)
     if not gather_by_alltoallv(nbytes, n):
@@ -181,7 +181,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
     if by_a2a is not None:  # the same call on every rank, in place or not (a send block
         # may not lie in the receive buffer: in place, it is sent from a copy)
         send = sendspec[0] if sendspec is not MPI.IN_PLACE else mine.copy()
-        method, own = "Alltoallv", _own_copy(send, recv, by_a2a[2])
+        method, own = "Alltoallv", own_copy(send, recv, by_a2a[2])
         sendspec, recvspec = [send, by_a2a[0], dt], [recv, by_a2a[1], dt]
 
     def finish() -> None:

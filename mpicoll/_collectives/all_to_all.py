@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,19 +10,12 @@ from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._adapter.views import PLAIN
 from .._process_group import _State, resolve
-from .._start import is_mpich
 from .._work import Work
-from . import _pack, _validate
-from ._call import (
-    exchange_key,
-    issue,
-    own_blocks,
-    quick,
-    quick_exchange,
-    quick_then_copy,
-)
+from . import _direct, _pack, _validate
+from ._call import exchange_key, issue, quick, quick_exchange, quick_then_copy
 from ._large import INT_MAX
 from ._layout import displs, layout, lists_apart
+from ._own_block import alltoallv_args, own_block_copy, own_blocks, own_copy, then
 from ._sizes import exchange as exchange_sizes
 
 
@@ -77,6 +69,13 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     quick_key = exchange_key(rarr, sarr, pg, extra) \
         if extra is not False and src.dtype in PLAIN and max(sarr.size, rarr.size) <= INT_MAX \
         else None
+    if _direct.chosen(pg) and max(sarr.size, rarr.size) <= INT_MAX:
+        if scounts is None and rcounts is None:
+            scounts, rcounts = [sarr.size // n] * n, [rarr.size // n] * n
+        else:
+            scounts, rcounts = _uneven(pg, src, dst, scounts, rcounts, row)
+        return _direct.single(pg, src, dst, sarr, rarr, scounts, rcounts, dt, quick_key,
+                              _QUICK, output, async_op)
     if scounts is None and rcounts is None:
         args = ([sarr, sarr.size // n, dt], [rarr, rarr.size // n, dt])
         sizes = exchange_sizes(name, pg, [sarr.size // n] * n, [rarr.size // n] * n, "output")
@@ -86,25 +85,34 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
         return issue(name, pg, "Alltoall", args, dst.commit_hook, async_op, [output],
                      sig=lambda: {"dtype": src.dtype, "send": [sarr.size // n] * n,
                                   "recv": [rarr.size // n] * n}, sizes=sizes)
-    if scounts is None:
-        scounts = [src.shape[0] // n] * n
-    if rcounts is None:
-        rcounts = [dst.shape[0] // n] * n
-    _validate.self_block(name, scounts, rcounts, pg.my_rank, "input_split_sizes",
-                         "output_split_sizes")
-    if row != 1:
-        scounts = [c * row for c in scounts]
-        rcounts = [c * row for c in rcounts]
+    scounts, rcounts = _uneven(pg, src, dst, scounts, rcounts, row)
     sizes = exchange_sizes(name, pg, scounts, rcounts, "output")
-    args, own = _alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
+    args, own = alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
     if quick_key is not None:  # (copies: the counts may be the caller's lists)
         (sc, sd), (rc, rd) = args[0][1], args[1][1]
         _QUICK[quick_key] = ("Ialltoallv", (list(sc), sd), (list(rc), rd), dt, None, own,
                              sizes)
-    return issue(name, pg, "Alltoallv", args, _then(_own_copy(sarr, rarr, own),
-                                                    dst.commit_hook), async_op, [output],
+    return issue(name, pg, "Alltoallv", args, then(own_copy(sarr, rarr, own),
+                                                   dst.commit_hook), async_op, [output],
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts},
                  sizes=sizes)
+
+
+def _uneven(pg: Any, src: Any, dst: Any, scounts: list[int] | None,
+            rcounts: list[int] | None, row: int) -> tuple[list[int], list[int]]:
+    """all_to_all_single's counts in elements where split sizes are given (the other
+    side's, if omitted, an equal split), this rank's own block checked."""
+    n = pg._size
+    if scounts is None:
+        scounts = [src.shape[0] // n] * n
+    if rcounts is None:
+        rcounts = [dst.shape[0] // n] * n
+    _validate.self_block("all_to_all_single", scounts, rcounts, pg.my_rank,
+                         "input_split_sizes", "output_split_sizes")
+    if row != 1:
+        scounts = [c * row for c in scounts]
+        rcounts = [c * row for c in rcounts]
+    return scounts, rcounts
 
 
 # quick_exchange's table for all_to_all_single (extra: None for equal splits, else the
@@ -131,49 +139,6 @@ def _splits(pg: Any, osizes: Any, isizes: Any) -> tuple | bool:
         if type(c) is not int:
             return False
     return pg._rank, tuple(isizes), tuple(osizes)
-
-
-# MPICH's Alltoallv sends a rank's block to itself through its message path, which
-# measured 1.5-2x slower than Alltoall for blocks of 1 MiB (and slower from 4 KiB up);
-# copying that block locally instead makes Alltoallv as fast as Alltoall. Open MPI
-# copies it locally already.
-_SELF_COPY_BYTES = 4096
-
-
-def _alltoallv_args(me: int, send: np.ndarray, scounts: list[int], recv: np.ndarray,
-                    rcounts: list[int], dt: Any) -> tuple[tuple, tuple[int, int, int] | None]:
-    """Alltoallv's buffer specs, and where this rank's own block lies when MPI is better
-    left out of it: (send offset, receive offset, count), to copy locally
-    (:func:`own_blocks`); None otherwise. Counts and data are flat elements."""
-    sdispls, rdispls = _pack.displs(scounts), _pack.displs(rcounts)
-    own = None
-    c = scounts[me]
-    if c * send.itemsize >= _SELF_COPY_BYTES and is_mpich():
-        own = sdispls[me], rdispls[me], c
-        scounts, rcounts = list(scounts), list(rcounts)
-        scounts[me] = rcounts[me] = 0
-    return ([send, (scounts, sdispls), dt], [recv, (rcounts, rdispls), dt]), own
-
-
-def _own_copy(send: np.ndarray, recv: np.ndarray,
-              own: tuple[int, int, int] | None) -> Callable[[], None] | None:
-    """The local copy of this rank's own block (:func:`_alltoallv_args`), or None."""
-    if own is None:
-        return None
-    pair = own_blocks(send, recv, own)
-    return lambda: np.copyto(*pair)
-
-
-def _then(first: Callable[[], None] | None,
-          second: Callable[[], None] | None) -> Callable[[], None] | None:
-    """Run ``first`` then ``second`` at completion (either may be None)."""
-    if first is None or second is None:
-        return first or second
-
-    def both() -> None:
-        first()
-        second()
-    return both
 
 
 def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], group: Any = None,
@@ -206,7 +171,14 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
             sbuf, _, slo, shi, scounts, _, sins, sadj = inl
             hit = _QUICK_LISTS.get((dtype, n, pg._rank, *scounts, None, *rcounts))
             if hit is not None and (shi <= rlo or rhi <= slo or lists_apart(outl, inl)):
-                _, sc, rc, dt, own, sizes = hit
+                method, sc, rc, dt, own, sizes = hit
+                if method == "direct":  # (sc: the displacements of adjacent lists)
+                    me, c = pg._rank, sizes.counts
+                    sd, rd = sc if sadj and radj else (displs(inl), displs(outl))
+                    _direct.issue(name, pg, sizes, ([sbuf, (c[0], sd), dt],
+                                                    [rbuf, (c[1], rd), dt]),
+                                  _own_tensors(routs[me], sins[me]) if c[0][me] else None)
+                    return None
                 if sadj and radj:
                     args = ([sbuf, sc, dt], [rbuf, rc, dt])
                     copy = None if own is None else own_blocks(
@@ -235,15 +207,34 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         _validate.distinct_outputs(name, outs, "output_tensor_list")
     if np.may_share_memory(send, recv):
         send = send.copy()
-    args, own = _alltoallv_args(pg.my_rank, send, scounts, recv, rcounts,
-                                mpi_datatype(send.dtype))
     sizes = exchange_sizes(name, pg, scounts, rcounts, "output_tensor_list[{peer}]")
+    unpack = (lambda: _pack.unpack(recv, outs)) if staged else None
+    sig = lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts}  # noqa: E731
+    if _direct.chosen(pg) and max(send.size, recv.size) <= INT_MAX:
+        me, dt = pg._rank, mpi_datatype(send.dtype)
+        d = _direct.plan(pg, scounts, rcounts, sizes)
+        sd, rd = _pack.displs(scounts), _pack.displs(rcounts)
+        if ins[0].dtype in PLAIN:
+            _QUICK_LISTS[(send.dtype, n, me, *scounts, None, *rcounts)] = (
+                "direct", (sd, rd), None, dt, None, d)
+        return _direct.issue(name, pg, d, ([send, (d.counts[0], sd), dt],
+                                           [recv, (d.counts[1], rd), dt]),
+                             own_block_copy(send, recv, (sd[me], rd[me], scounts[me]))
+                             if scounts[me] else None, unpack, async_op,
+                             list(output_tensor_list), keep=(ins, outs), sig=sig)
+    args, own = alltoallv_args(pg.my_rank, send, scounts, recv, rcounts,
+                               mpi_datatype(send.dtype))
     if ins[0].dtype in PLAIN:
         (sc, sd), (rc, rd) = args[0][1], args[1][1]
         _QUICK_LISTS[(send.dtype, n, pg.my_rank, *scounts, None, *rcounts)] = (
             "Ialltoallv", (sc, sd), (rc, rd), args[0][2], own, sizes)
-    unpack = (lambda: _pack.unpack(recv, outs)) if staged else None
-    return issue(name, pg, "Alltoallv", args, _then(_own_copy(send, recv, own), unpack), async_op,
-                 list(output_tensor_list), keep=(ins, outs),
-                 sig=lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts},
-                 sizes=sizes)
+    return issue(name, pg, "Alltoallv", args, then(own_copy(send, recv, own), unpack), async_op,
+                 list(output_tensor_list), keep=(ins, outs), sig=sig, sizes=sizes)
+
+
+def _own_tensors(out: Any, inp: Any) -> tuple[Any, Any, Any]:
+    """The copy of this rank's own tensor (numpy views of one size and dtype), as
+    :func:`._direct.issue` makes it."""
+    if out.shape == inp.shape:
+        return out, Ellipsis, inp
+    return out.reshape(-1), Ellipsis, inp.reshape(-1)

@@ -17,9 +17,9 @@ from .._adapter.dtypes import mpi_datatype
 from .._mpi import MPI
 from .._process_group import resolve
 from . import _reduce, _validate
+from ._own_block import alltoallv_args, own_copy, then
 from ._persistent import PersistentCollective
 from ._refresh import derive, refresh, refuse_immutable
-from .all_to_all import _alltoallv_args, _own_copy, _then
 from .reduce_op import ReduceOp, op_name, plan
 
 __all__ = ["PersistentCollective", "all_gather_into_tensor_init", "all_reduce_init",
@@ -139,9 +139,9 @@ def all_to_all_single_init(output: Any, input: Any, output_split_sizes: list[int
     if row != 1:
         scounts = [c * row for c in scounts]
         rcounts = [c * row for c in rcounts]
-    args, own = _alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
+    args, own = alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
     return PersistentCollective(
-        "all_to_all_single", pg, "Alltoallv", args, _then(_own_copy(sarr, rarr, own),
+        "all_to_all_single", pg, "Alltoallv", args, then(own_copy(sarr, rarr, own),
                                                           dst.commit_hook), [output],
         watch, steps, lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 

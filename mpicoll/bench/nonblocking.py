@@ -47,7 +47,7 @@ def _calls(op: str, n: int, comm: Any, MPI: Any) -> tuple[dict[str, Callable[[],
     """(blocking, nonblocking, mpicoll's) calls of ``op`` with blocks of ``n`` float32
     elements, the array each writes, and the name of mpicoll's call."""
     # lazy: importing the collectives starts MPI, and the bench's modules must not
-    from .._collectives.all_to_all import _SELF_COPY_BYTES
+    from .._collectives._own_block import SELF_COPY_BYTES
 
     p, me = comm.Get_size(), comm.Get_rank()
     f = MPI.FLOAT
@@ -79,7 +79,7 @@ def _calls(op: str, n: int, comm: Any, MPI: Any) -> tuple[dict[str, Callable[[],
         spec_s, spec_r = [src, (counts, displs), f], [out, (counts, displs), f]
         b = lambda: comm.Alltoallv(spec_s, spec_r)  # noqa: E731
         i = lambda: comm.Ialltoallv(spec_s, spec_r).Wait()  # noqa: E731
-        if not (is_mpich() and n * 4 >= _SELF_COPY_BYTES):
+        if not (is_mpich() and n * 4 >= SELF_COPY_BYTES):
             return {"blocking": b, "nonblocking": i, "mpicoll": i}, lambda: out, "Ialltoallv"
         own = list(counts)
         own[me] = 0

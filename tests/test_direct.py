@@ -1,0 +1,120 @@
+"""all_to_all on a few ranks as point-to-point messages with the counts in their tags
+(_collectives/_direct): on the group's own communicator for them, many calls in flight at
+once (blocking ones among them, waited in any order, lists and single tensors mixed), a
+mismatch among them reported by the call that made it with both counts, a destroyed
+group's communicator freed. Each output is checked against a numpy reference; every rank
+makes the same calls in the same order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import mpicoll as dist
+from mpicoll import _env
+from mpicoll._collectives import _direct
+from mpicoll.errors import SizeMismatch
+
+MULTI = pytest.mark.mpi(min_size=2)
+CALLS = 40
+
+
+@pytest.fixture(autouse=True)
+def direct(size):
+    if not 1 < size <= _direct.MAX_RANKS:
+        pytest.skip(f"{size} ranks exchange through Alltoallv (MPICOLL_DIRECT="
+                    f"{_direct.MAX_RANKS})")
+
+
+def _rows(src, dst, k):
+    """Rows rank ``src`` sends rank ``dst`` in call ``k`` (0 included: empty messages)."""
+    return (src + 2 * dst + k) % 4
+
+
+def _values(src, dst, k, rows):
+    return np.arange(rows, dtype=np.float64) + 1000 * src + 100 * dst + 10000 * k
+
+
+def _call(rank, size, group, k, async_op, wrong=False):
+    """Call ``k``: all_to_all_single with split sizes, or all_to_all of separate
+    tensors (every third); (Work or None, output, what it must hold)."""
+    send = [_rows(rank, j, k) for j in range(size)]
+    recv = [_rows(j, rank, k) for j in range(size)]
+    if wrong:  # rank 1 sends rank 0 one row more than rank 0 expects
+        send[0] += 1
+    want = [_values(j, rank, k, recv[j]) for j in range(size)]
+    if k % 3 == 2:
+        ins = [_values(rank, j, k, send[j]) for j in range(size)]
+        outs = [np.full(recv[j], -1.0) for j in range(size)]
+        return dist.all_to_all(outs, ins, group=group, async_op=async_op), outs, want
+    x = np.concatenate([_values(rank, j, k, send[j]) for j in range(size)])
+    y = np.full(sum(recv), -1.0)
+    w = dist.all_to_all_single(y, x, recv, send, group=group, async_op=async_op)
+    return w, [y], [np.concatenate(want)]
+
+
+def _same(got, want):
+    for g, x in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, x)
+
+
+@MULTI
+@pytest.mark.parametrize("order", ["issued", "reversed"])
+def test_many_calls_in_flight(rank, size, order):
+    g = dist.new_group(list(range(size)))
+    calls = [_call(rank, size, g, k, async_op=k % 4 != 3) for k in range(CALLS)]
+    assert g.direct is not None and g.direct != g.comm  # (the messages' own communicator)
+    assert not g.counts  # (no counts collective beside them)
+    for w, got, want in (calls if order == "issued" else calls[::-1]):
+        if w is not None:
+            w.wait()
+        _same(got, want)
+    direct = g.direct
+    dist.destroy_process_group(g)
+    assert g.direct is None and direct == MPI.COMM_NULL
+
+
+@MULTI
+@pytest.mark.parametrize("async_op", [False, True])
+def test_a_mismatch_among_calls_in_flight_is_reported_by_its_own_call(rank, size, group,
+                                                                      async_op):
+    bad = 7  # a single-tensor call, issued blocking or async among async ones
+    calls = []
+    for k in range(12):
+        try:
+            calls.append(_call(rank, size, group, k, async_op=async_op or k != bad,
+                               wrong=(k == bad and rank == 1)))
+        except SizeMismatch as e:  # (the blocking call raises at once)
+            assert rank == 0 and k == bad
+            calls.append((e, None, None))
+    for k, (w, got, want) in enumerate(calls):
+        if k == bad and rank == 0:
+            if isinstance(w, SizeMismatch):
+                e = w
+            else:
+                with pytest.raises(SizeMismatch) as caught:
+                    w.wait()
+                e = caught.value
+            sent = _rows(1, 0, k) + 1
+            assert (f"all_to_all_single: the ranks disagree on sizes: rank 1 sends {sent} "
+                    f"element{'s' * (sent != 1)} to rank 0, whose output holds "
+                    f"{sent - 1} for it") in str(e), str(e)
+            continue
+        if w is not None:
+            w.wait()
+        if k != bad:
+            _same(got, want)
+
+
+@MULTI
+def test_the_check_off_exchanges_directly_too(rank, size, group, monkeypatch):
+    monkeypatch.setattr(_direct, "_PLANS", {})
+    monkeypatch.setattr(_env.settings(), "sizes", False)
+    for k in range(3):
+        w, got, want = _call(rank, size, group, k, async_op=k == 1)
+        if w is not None:
+            w.wait()
+        _same(got, want)
+    assert all(p.sizes is None for p in _direct._PLANS.values())
