@@ -125,7 +125,7 @@ def test_all_to_all_list_uneven(xin, dtype, rank, size, group):
     exps = [block(j, rank, split(j, rank), COLS, dtype) for j in range(size)]
     outs = [xo.empty(e.shape, dtype) for e in exps]
     dist.all_to_all(outs, ins, group=group)
-    for o, e in zip(outs, exps):
+    for o, e in zip(outs, exps, strict=True):
         assert_equal(o, xo.to_numpy(xo.tensor(e, dtype)), dtype)
 
 
@@ -267,7 +267,7 @@ def test_all_to_all_list_large_blocks(xp, rank, size, group, adjacent):
         tin = [xp.tensor(a, "float64") for a in ins]
         touts = [xp.empty(e.shape, "float64") for e in exps]
     dist.all_to_all(touts, tin, group=group)
-    for o, e in zip(touts, exps):
+    for o, e in zip(touts, exps, strict=True):
         assert_equal(o, e, "float64")
     if adjacent:
         assert_equal(flat_out, np.concatenate(exps), "float64")

@@ -10,7 +10,8 @@ before it. Once both are complete, a rank whose output would be wrong raises
 :class:`~mpicoll.errors.SizeMismatch`, naming the operation, the peer and both counts:
 the receiver of a direct message (all_to_all, gather, scatter: an Ialltoall, Igather or
 Iscatter of counts), or every rank where MPI relays data between ranks (all_gather,
-reduce_scatter: :class:`Agreed`).
+reduce_scatter: :class:`Agreed`). Exchanges on a few ranks carry their counts in their
+own messages instead (:mod:`._direct`), worded by the same :class:`Sizes`.
 
 ``MPICOLL_CHECK=0`` turns it off (every rank must agree on that setting, as on
 ``MPICOLL_CHECK=1``, whose signature comparison covers this and more).
