@@ -118,3 +118,52 @@ def test_the_check_off_exchanges_directly_too(rank, size, group, monkeypatch):
             w.wait()
         _same(got, want)
     assert all(p.sizes is None for p in _direct._PLANS.values())
+
+
+def _rooted_calls(rank, size, group, k):
+    """Call ``k``'s gather, scatter (roots in turn) and all_gather of separate tensors
+    (sizes per rank, empty ones among them): (Work, outputs, what they must hold)."""
+    root, rows = k % size, [(j + k) % 3 for j in range(size)]
+    mine = np.full(rows[rank], 100.0 * rank + k)
+    slots = [np.full(rows[j], -1.0) for j in range(size)] if rank == root else None
+    yield (dist.gather(mine, slots, group_dst=root, group=group, async_op=True), slots,
+           None if slots is None else [np.full(rows[j], 100.0 * j + k) for j in range(size)])
+    parts = [np.full(rows[j], 10.0 * j + k) for j in range(size)] if rank == root else None
+    got = np.full(rows[rank], -1.0)
+    yield (dist.scatter(got, parts, group_src=root, group=group, async_op=k % 2 == 0), [got],
+           [np.full(rows[rank], 10.0 * rank + k)])
+    outs = [np.full(rows[j], -1.0) for j in range(size)]
+    yield (dist.all_gather(outs, np.full(rows[rank], 1000.0 * rank + k), group=group,
+                           async_op=True), outs,
+           [np.full(rows[j], 1000.0 * j + k) for j in range(size)])
+
+
+@MULTI
+def test_gathers_scatters_and_all_gathers_in_flight(rank, size, group):
+    calls = [c for k in range(CALLS) for c in _rooted_calls(rank, size, group, k)]
+    for w, got, want in calls[::-1]:
+        if w is not None:
+            w.wait()
+        if got is not None:
+            _same(got, want)
+
+
+@MULTI
+@pytest.mark.parametrize("async_op", [False, True])
+def test_a_gather_that_sends_more_than_the_slot(rank, size, group, async_op):
+    # a longer message: MPI cuts it short on the root, whose status still has its tag
+    mine = np.full(5 if rank == 1 else 3, float(rank))
+    slots = [np.full(3, -1.0) for _ in range(size)] if rank == 0 else None
+
+    def call():
+        w = dist.gather(mine, slots, group_dst=0, group=group, async_op=async_op)
+        if w is not None:
+            w.wait()
+    if rank == 0:
+        with pytest.raises(SizeMismatch, match=r"gather: the ranks disagree on sizes: rank 1 "
+                           r"sends 5 elements, and gather_list\[1\] on the root \(rank 0\) "
+                           "holds 3"):
+            call()
+    else:  # (a sender's output is right: it returns)
+        call()
+    dist.barrier(group=group)  # (every rank went on)

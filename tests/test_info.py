@@ -52,12 +52,12 @@ def test_info():
         if choose()[0] else "a nonblocking collective per call") if Settings().sizes else
         "off (MPICOLL_CHECK=0): sizes that disagree across ranks are not caught"
     ), rows["sizes check"]
-    # all_to_all's messages on few ranks (MPICOLL_DIRECT: the largest such group)
+    # direct messages on few ranks (MPICOLL_DIRECT: the largest such group)
     most = int(os.environ.get("MPICOLL_DIRECT") or 8)
     assert rows["exchanges"] == (
-        f"all_to_all on groups of 2 to {most} ranks: point-to-point messages, each with its "
-        "count in its tag" if most > 1 else
-        f"never (MPICOLL_DIRECT={most}): all_to_all as Alltoall(v)"), rows["exchanges"]
+        f"all_to_all, all_gather of lists, gather, scatter on groups of 2 to {most} ranks: "
+        "point-to-point messages, each with its count in its tag" if most > 1 else
+        f"never (MPICOLL_DIRECT={most}): MPI collectives, their counts beside them"), rows["exchanges"]
     aware, why = gpu_aware()  # this process decides from the same environment
     assert rows["GPU-aware MPI"] == f"{'yes' if aware else 'no'} ({why})"
     # the frameworks the suite installs: their versions, and no "(import failed: ...)"

@@ -1,22 +1,23 @@
-"""[3] Direct exchanges: all_to_all on a few ranks as point-to-point messages, each
-carrying its count in its tag.
+"""[2] Direct calls: all_to_all, all_gather of a list, gather and scatter on a few ranks as
+point-to-point messages, each carrying its count in its tag.
 
-On a group of 2 to ``MAX_RANKS`` ranks, all_to_all_single and all_to_all post on every
-rank one receive from each peer, of any tag, and one send to each peer, whose tag is the
-number of elements it sends; this rank's own block is copied locally. The messages go on
-a communicator of the group's own for them (``ProcessGroup.direct``, made by ``Idup`` at
-the group's first direct exchange: every rank makes it at the same call). A receive's
-status then says how many elements its peer sent, even where MPI cut the message short,
-so sizes that disagree across ranks are caught (:class:`~mpicoll.errors.SizeMismatch`
-on the receiver, worded as :mod:`._sizes` words it) with no message beyond the data:
-the checked exchange costs less than MPI's unchecked ``Ialltoallv`` alone
-(docs/performance.md).
+On a group of 2 to ``MAX_RANKS`` ranks, every rank posts one receive, of any tag, from
+each peer it receives from, and one send to each peer it sends to, whose tag is the
+number of elements it sends (an exchange: every peer both ways; all_gather: this rank's
+tensor to every peer; gather and scatter: between the root and each rank); this rank's
+own block is copied locally. The messages go on a communicator of the group's own for
+them (``ProcessGroup.direct``, made by ``Idup`` at the group's first direct call: every
+rank makes it at the same call). A receive's status then says how many elements its
+peer sent, even where MPI cut the message short, so sizes that disagree across ranks are
+caught (:class:`~mpicoll.errors.SizeMismatch` on the receiver, worded as :mod:`._sizes`
+words it) with no message beyond the data (:mod:`._messages`; its cost:
+docs/performance.md).
 
 One call's messages pair up with the same call's on each peer: every rank posts them in
-call order, one each way per peer (empty ones too), and MPI keeps the messages between
-two ranks on one communicator in order.
+call order, one per pair of ranks that the call links (empty ones too), and MPI keeps
+the messages between two ranks on one communicator in order.
 
-``MPICOLL_DIRECT``: the largest group that exchanges directly (default 8; 0: never).
+``MPICOLL_DIRECT``: the largest group that goes direct (default 8; 0: never).
 """
 
 from __future__ import annotations
@@ -25,25 +26,14 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from numpy import array as _array
-from numpy import int64 as _int64
-
-from .. import _departed
-from .._checkmode import verify
-from .._describe import mpi_error
-from .._env import settings as _settings
-from .._mpi import MPI
-from .._recorder import done, issued, waiting
-from .._tags import tag_ub
-from .._wait import wait_requests
 from .._work import Work
-from ._own_block import own_block_copy
+from ._messages import Direct, issue
+from ._own_block import flat_copy, own_block_copy
 from ._pack import displs
 from ._sizes import Sizes, exchange
 
-_ANY = MPI.ANY_TAG
-_Status = MPI.Status
-_testall = MPI.Request.Testall
+__all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
+           "rooted", "rooted_plan", "single"]
 
 
 def _max_ranks() -> int:
@@ -63,137 +53,42 @@ def chosen(pg: Any) -> bool:
     return 1 < pg._size <= MAX_RANKS
 
 
-class Direct:
-    """One exchange's messages, by this rank's counts (``scounts`` sent to and
-    ``rcounts`` received from each rank, in elements): made once per call signature and
-    kept with the quick path's entry; read-only, so calls in flight at once share it.
-    ``sizes``: the counts' wording for a mismatch (:func:`._sizes.exchange`), None where
-    the check is off (``MPICOLL_CHECK=0``)."""
-
-    __slots__ = ("counts", "recvs", "sends", "sizes", "tags", "ub")
-
-    def __init__(self, me: int, scounts: list[int], rcounts: list[int],
-                 sizes: Sizes | None) -> None:
-        ub = self.ub = tag_ub()
-        peers = [j for j in range(len(rcounts)) if j != me]
-        self.recvs = [(j, rcounts[j]) for j in peers]
-        self.sends = [(j, scounts[j], min(scounts[j], ub)) for j in peers]
-        self.tags = [min(rcounts[j], ub) for j in peers]  # what each receive's tag must be
-        self.counts = (list(scounts), list(rcounts))
-        self.sizes = sizes
-
-    def post(self, comm: Any, args: tuple) -> list[Any]:
-        """Post the receives, then the sends (``args``: Alltoallv's buffer specs, counts
-        and displacements in elements)."""
-        (sbuf, (_, sd), dt), (rbuf, (_, rd), _) = args[0], args[1]
-        irecv, isend = comm.Irecv, comm.Isend
-        reqs = [irecv([rbuf, (c, rd[j]), dt], j, _ANY) for j, c in self.recvs]
-        for j, c, tag in self.sends:
-            reqs.append(isend([sbuf, (c, sd[j]), dt], j, tag))
-        return reqs
-
-    def check(self, statuses: list[Any], me: int, dt: Any) -> None:
-        """Raise SizeMismatch where a peer sent another count than this rank expects (its
-        receives' statuses, first in ``statuses``)."""
-        sizes = self.sizes
-        if sizes is None:
-            return
-        ub = self.ub
-        for k, want in enumerate(self.tags):
-            st = statuses[k]
-            tag = st.Get_tag()
-            if tag != want or (tag == ub and st.Get_count(dt) != self.recvs[k][1]):
-                break
-        else:
-            return
-        got = list(self.counts[1])
-        for k, (j, _) in enumerate(self.recvs):
-            st = statuses[k]
-            tag = st.Get_tag()
-            got[j] = tag if tag < ub or st.Get_error() else st.Get_count(dt)
-        sizes.mismatch(_array(got, _int64), me)
-
-
 _PLANS: dict[tuple, Direct] = {}
 
 
-def plan(pg: Any, scounts: list[int], rcounts: list[int], sizes: Sizes | None) -> Direct:
-    """The :class:`Direct` of these counts on ``pg`` (kept: a training loop's general
-    path, async calls included, does not remake it per call)."""
-    key = (pg._rank, tuple(scounts), tuple(rcounts), sizes)
+def _kept(key: tuple, make: Callable[[], Direct]) -> Direct:
     found = _PLANS.get(key)
     if found is None:
         if len(_PLANS) >= 1024:
             _PLANS.clear()
-        found = _PLANS[key] = Direct(pg._rank, scounts, rcounts, sizes)
+        found = _PLANS[key] = make()
     return found
 
 
-def issue(op: str, group: Any, direct: Direct, args: tuple, copy: tuple | None,
-          finalize: Callable[[], Any] | None = None, async_op: bool = False,
-          outputs: list[Any] | None = None, keep: Any = None,
-          sig: Callable[[], dict[str, Any]] | None = None, depth: int = 3) -> Work | None:
-    """:func:`._call.issue` of a direct exchange: post ``direct``'s messages over
-    ``args`` (Alltoallv's buffer specs), copy this rank's own block (``copy`` =
-    (destination, index, source): ``destination[index] = source``; or None), then wait (or return the Work) and compare the
-    counts the peers sent before ``finalize``. ``depth``: frames up to the user's, for
-    the flight recorder (:func:`._call.quick`'s)."""
-    seq = group.seq = group.seq + 1
-    if _departed.left:
-        _departed.check(op, group, seq)
-    if sig is not None and _settings().check:
-        verify(op, group, sig())
-    comm = group.direct
-    if comm is None:
-        comm = _communicator(op, group, seq)
-    rec = issued(op, group, seq, args, depth=depth)
-    try:
-        reqs = direct.post(comm, args)
-    except MPI.Exception as e:
-        done(rec, False)
-        raise mpi_error(op, e, args) from e
-    if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
-        copy[0][copy[1]] = copy[2]
-    sts = [_Status() for _ in reqs]
-    me, dt = group._rank, args[0][2]
+def plan(pg: Any, scounts: list[int], rcounts: list[int], sizes: Sizes | None) -> Direct:
+    """The :class:`Direct` of an exchange of these counts on ``pg`` (kept: a training
+    loop's general path, async calls included, does not remake it per call)."""
+    me, n = pg._rank, pg._size
+    return _kept((me, tuple(scounts), tuple(rcounts), sizes), lambda: Direct(
+        [(j, rcounts[j], j) for j in range(n) if j != me],
+        [(j, scounts[j]) for j in range(n) if j != me], list(rcounts), sizes, n,
+        (list(scounts), list(rcounts))))
 
-    def compared() -> None:
-        direct.check(sts, me, dt)
-        if finalize is not None:
-            finalize()
 
-    def explain() -> None:  # an MPI error (a message cut short): what its tag says
-        direct.check(sts, me, dt)
-
-    if async_op:
-        return Work(op, reqs, compared, keep=(args, keep), outputs=outputs, group=group,
-                    seq=seq, explain=explain, rec=rec, statuses=sts)
-    try:
-        if not _testall(reqs, sts):
-            waiting(rec)
-            wait_requests(reqs, op, group, seq, args, statuses=sts)
-    except MPI.Exception as e:
-        done(rec, False)
-        explain()
-        raise mpi_error(op, e, args) from e
-    except BaseException:
-        # interrupted between Tests: the messages, and what follows them, become a
-        # pending Work, as if the call had been made with async_op=True
-        if any(reqs):
-            Work(op, reqs, compared, keep=(args, keep), outputs=outputs, group=group,
-                 seq=seq, explain=explain, rec=rec, statuses=sts)
-        else:  # (all completed as the wait returned)
-            done(rec)
-        raise
-    try:
-        direct.check(sts, me, dt)
-    except BaseException:
-        done(rec, False)
-        raise
-    done(rec)
-    if finalize is not None:
-        finalize()
-    return None
+def rooted_plan(pg: Any, root: int, gathering: bool, mine: int, counts: list[int] | None,
+                sizes: Sizes | None) -> Direct:
+    """The :class:`Direct` of a gather (``gathering``) or scatter: ``mine`` elements of
+    this rank's tensor, ``counts`` the root's list's sizes (None off the root)."""
+    me, n = pg._rank, pg._size
+    key = ("rooted", me, root, gathering, mine, None if counts is None else tuple(counts),
+           sizes)
+    if me == root:
+        c = list(counts or ())
+        others = [j for j in range(n) if j != root]
+        return _kept(key, lambda: Direct([(j, c[j], j) for j in others], [], c, sizes, n)
+                     if gathering else Direct([], [(j, c[j]) for j in others], [], sizes, n))
+    return _kept(key, lambda: Direct([], [(root, mine)], [], sizes, n) if gathering else
+                 Direct([(root, mine, 0)], [], [mine], sizes, n))
 
 
 def single(pg: Any, src: Any, dst: Any, sarr: Any, rarr: Any, scounts: list[int],
@@ -210,7 +105,7 @@ def single(pg: Any, src: Any, dst: Any, sarr: Any, rarr: Any, scounts: list[int]
         table[quick_key] = ("direct", (sd, rd), None, dt, None, None if own is None else (
             slice(own[0], own[0] + own[2]), slice(own[1], own[1] + own[2])), d)
     return issue(name, pg, d, ([sarr, (d.counts[0], sd), dt], [rarr, (d.counts[1], rd), dt]),
-                 None if own is None else own_block_copy(sarr, rarr, own), dst.commit_hook,
+                 (sarr, sd, rarr, rd, dt), None if own is None else own_block_copy(sarr, rarr, own), dst.commit_hook,
                  async_op, [output],
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 
@@ -225,24 +120,34 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
     else:  # (a slice of each, flat: half the cost of own_blocks and np.copyto)
         copy = (r if r.ndim == 1 else r.reshape(-1), own[1],
                 (s if s.ndim == 1 else s.reshape(-1))[own[0]])
-    issue(op, group, d, ((s, (c[0], sd), dt), (r, (c[1], rd), dt)), copy, depth=6)
+    issue(op, group, d, ((s, (c[0], sd), dt), (r, (c[1], rd), dt)), (s, sd, r, rd, dt), copy,
+          depth=6)
 
 
-def _communicator(op: str, group: Any, seq: int) -> Any:
-    """The group's communicator for direct exchanges, made at its first (a collective
-    over the group's communicator, waited for as any call is)."""
-    comm, req = group.comm.Idup()
-    try:
-        wait_requests([req], op, group, seq, ())
-    except MPI.Exception as e:
-        raise mpi_error(op, e, ()) from e
-    group.direct = comm
-    return comm
+def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any, args: tuple,
+           sizes: Sizes | None, area: Any = None, displs: list[int] | None = None,
+           counts: list[int] | None = None, slot: Any = None,
+           finalize: Callable[[], Any] | None = None, async_op: bool = False,
+           outputs: list[Any] | None = None, keep: Any = None,
+           sig: Callable[[], dict[str, Any]] | None = None, depth: int = 4) -> Work | None:
+    """A gather (``gathering``) or scatter as direct messages (``args``: its Gatherv's or
+    Scatterv's): ``arr``, this rank's tensor's array (sent by a gather, written by a
+    scatter); on the root, ``area``, the list's memory, with each rank's ``displs`` and
+    ``counts`` there, and ``slot``, the root's own entry (numpy), copied locally."""
+    d = rooted_plan(pg, root, gathering, arr.size, counts, sizes)
+    if area is None:
+        bufs = (arr, d.zeros, None, None, dt) if gathering else (None, None, arr, d.zeros, dt)
+        copy = None
+    else:
+        bufs = (None, None, area, displs, dt) if gathering else (area, displs, None, None, dt)
+        copy = None if not arr.size else flat_copy(slot, arr) if gathering else \
+            flat_copy(arr, slot)
+    return issue(op, pg, d, args, bufs, copy, finalize, async_op, outputs, keep, sig, depth)
 
 
 def describe() -> str:
     """Which exchanges go direct, for ``python -m mpicoll info``."""
     if MAX_RANKS < 2:
-        return f"never (MPICOLL_DIRECT={MAX_RANKS}): all_to_all as Alltoall(v)"
-    return (f"all_to_all on groups of 2 to {MAX_RANKS} ranks: point-to-point messages, "
-            "each with its count in its tag")
+        return f"never (MPICOLL_DIRECT={MAX_RANKS}): MPI collectives, their counts beside them"
+    return (f"all_to_all, all_gather of lists, gather, scatter on groups of 2 to {MAX_RANKS} "
+            "ranks: point-to-point messages, each with its count in its tag")

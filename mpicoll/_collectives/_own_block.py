@@ -67,3 +67,12 @@ def then(first: Callable[[], None] | None,
         first()
         second()
     return both
+
+
+def flat_copy(dst: Any, src: Any) -> tuple[Any, Any, Any]:
+    """The copy of ``src`` into ``dst`` (contiguous, of one size) as (destination, index,
+    source), flat (as bytes where their dtypes differ: a staged view holds another's)."""
+    d, s = dst.reshape(-1), src.reshape(-1)
+    if d.dtype != s.dtype:
+        d, s = d.view(np.uint8), s.view(np.uint8)
+    return d, Ellipsis, s

@@ -177,7 +177,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
                     sd, rd = sc if sadj and radj else (displs(inl), displs(outl))
                     _direct.issue(name, pg, sizes, ([sbuf, (c[0], sd), dt],
                                                     [rbuf, (c[1], rd), dt]),
-                                  _own_tensors(routs[me], sins[me]) if c[0][me] else None)
+                                  (sbuf, sd, rbuf, rd, dt), _own_tensors(routs[me], sins[me]) if c[0][me] else None)
                     return None
                 if sadj and radj:
                     args = ([sbuf, sc, dt], [rbuf, rc, dt])
@@ -219,7 +219,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
                 "direct", (sd, rd), None, dt, None, d)
         return _direct.issue(name, pg, d, ([send, (d.counts[0], sd), dt],
                                            [recv, (d.counts[1], rd), dt]),
-                             own_block_copy(send, recv, (sd[me], rd[me], scounts[me]))
+                             (send, sd, recv, rd, dt), own_block_copy(send, recv, (sd[me], rd[me], scounts[me]))
                              if scounts[me] else None, unpack, async_op,
                              list(output_tensor_list), keep=(ins, outs), sig=sig)
     args, own = alltoallv_args(pg.my_rank, send, scounts, recv, rcounts,

@@ -13,9 +13,9 @@ from .._mpi import MPI
 from .._process_group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
-from . import _pack, _reduce, _validate
+from . import _direct, _pack, _reduce, _validate
 from ._call import issue, quick, quick_array
-from ._layout import apart, layout
+from ._rooted_quick import _QUICK, _QUICK_GATHER, _QUICK_SCATTER, quick_rooted
 from ._sizes import rooted as rooted_sizes
 from .reduce_op import ReduceOp, op_name, plan
 
@@ -45,47 +45,6 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
     return issue(name, pg, "Bcast", ([arr, mpi_datatype(arr.dtype)], root), buf.commit_hook,
                  async_op, [tensor],
                  sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "root": root})
-
-
-# numpy dtype -> MPI datatype, for the quick paths of broadcast and of gather's and
-# scatter's non-root ranks (plain dtypes that a general call has seen)
-_QUICK: dict[Any, Any] = {}
-
-# the roots' quick paths of gather and scatter: (dtype, size of the tensor, root, sizes of
-# the list) -> (counts and displacements, MPI datatype), stored by the general path
-_QUICK_GATHER: dict[tuple, tuple[Any, Any]] = {}
-_QUICK_SCATTER: dict[tuple, tuple[Any, Any]] = {}
-
-
-def _quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
-                  gathering: bool) -> bool:
-    """gather's (``gathering``) or scatter's quick path: a plain dtype seen before; on the
-    root, a list of adjacent views of sizes an earlier call of the general path
-    validated (written by gather, read by scatter; ``tensor`` the other way round).
-    True when done; False: take the general path."""
-    a = quick_array(tensor, not gathering)
-    if a is None:
-        return False
-    if pg._rank != root:
-        dt = _QUICK.get(a.dtype) if not tensors else None
-        if dt is None:
-            return False
-        mine, theirs = (a, dt), None
-    else:
-        q = layout(tensors, pg._size, gathering)  # (adjacent views only, as validated)
-        table = _QUICK_GATHER if gathering else _QUICK_SCATTER
-        hit = table.get((a.dtype, a.size, root, *q[4])) \
-            if q is not None and q[7] and q[1] == a.dtype else None
-        if hit is None or not apart(q, a):
-            return False
-        mine, theirs = (a, hit[1]), (q[0], *hit)
-    sizes = rooted_sizes(name, pg, root, gathering, a.size,
-                          None if theirs is None else q[4])
-    if gathering:
-        quick(name, pg, "Igatherv", (mine, theirs, root), sizes)
-    else:
-        quick(name, pg, "Iscatterv", (theirs, mine, root), sizes)
-    return True
 
 
 def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
@@ -142,7 +101,7 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
     if dst is None and group_dst is None:
         dst = 0  # torch's default: global rank 0
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
-    if not async_op and _quick_rooted(name, pg, root, tensor, gather_list, True):
+    if not async_op and quick_rooted(name, pg, root, tensor, gather_list, True):
         return None
     src = as_buffer(tensor, op=name, name="tensor")
     dt = mpi_datatype(src.array.dtype)
@@ -153,9 +112,13 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
             raise _Value(name, "off_root", "{arg} must be given on the destination rank only "
                          "(group rank {expected}); this is group rank {got}",
                          {"arg": "gather_list"}, expected=root, got=pg.my_rank)
-        return issue(name, pg, "Gatherv", ([src.array, dt], None, root), None, async_op,
-                     sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel},
-                     sizes=rooted_sizes(name, pg, root, True, src.numel, None))
+        args, sizes = ([src.array, dt], None, root), rooted_sizes(name, pg, root, True,
+                                                                  src.numel, None)
+        sig = lambda: {"dtype": src.dtype, "root": root, "mine": src.numel}  # noqa: E731
+        if _direct.chosen(pg):
+            return _direct.rooted(name, pg, root, True, src.array, dt, args, sizes,
+                                  async_op=async_op, sig=sig)
+        return issue(name, pg, "Gatherv", args, None, async_op, sig=sig, sizes=sizes)
     if gather_list is None:
         raise _Value(name, "missing", "{arg} is required on the destination rank",
                      {"arg": "gather_list"})
@@ -182,10 +145,16 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
         if staged:
             _pack.unpack(recv, outs)
 
+    sizes = rooted_sizes(name, pg, root, True, src.numel, counts)
+    sig = lambda: {"dtype": src.dtype, "root": root, "mine": src.numel,  # noqa: E731
+                   "root_counts": counts}
+    if _direct.chosen(pg):
+        ds = args[1][1][1]
+        return _direct.rooted(name, pg, root, True, send, dt, args, sizes, recv, ds, counts,
+                              recv[ds[root]:ds[root] + counts[root]], finish, async_op,
+                              list(gather_list), outs, sig)
     return issue(name, pg, "Gatherv", args, finish, async_op, list(gather_list), keep=outs,
-                 sig=lambda: {"dtype": src.dtype, "root": root, "mine": src.numel,
-                              "root_counts": counts},
-                 sizes=rooted_sizes(name, pg, root, True, src.numel, counts))
+                 sig=sig, sizes=sizes)
 
 
 def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None = None,
@@ -204,7 +173,7 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     if src is None and group_src is None:
         src = 0  # torch's default: global rank 0
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
-    if not async_op and _quick_rooted(name, pg, root, tensor, scatter_list, False):
+    if not async_op and quick_rooted(name, pg, root, tensor, scatter_list, False):
         return None
     dst = as_buffer(tensor, writable=True, op=name, name="tensor")
     dt = mpi_datatype(dst.array.dtype)
@@ -215,10 +184,15 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
             raise _Value(name, "off_root", "{arg} must be given on the source rank only "
                          "(group rank {expected}); this is group rank {got}",
                          {"arg": "scatter_list"}, expected=root, got=pg.my_rank)
-        return issue(name, pg, "Scatterv", (None, [dst.array, dt], root), dst.commit_hook,
-                     async_op, [tensor],
-                     sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel},
-                     sizes=rooted_sizes(name, pg, root, False, dst.numel, None))
+        args, sizes = (None, [dst.array, dt], root), rooted_sizes(name, pg, root, False,
+                                                                  dst.numel, None)
+        sig = lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel}  # noqa: E731
+        if _direct.chosen(pg):
+            return _direct.rooted(name, pg, root, False, dst.array, dt, args, sizes,
+                                  finalize=dst.commit_hook, async_op=async_op,
+                                  outputs=[tensor], sig=sig)
+        return issue(name, pg, "Scatterv", args, dst.commit_hook, async_op, [tensor], sig=sig,
+                     sizes=sizes)
     if scatter_list is None:
         raise _Value(name, "missing", "{arg} is required on the source rank",
                      {"arg": "scatter_list"})
@@ -236,7 +210,13 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     args = ([send, (counts, _pack.displs(counts)), dt], [dst.array, dt], root)
     if dst.dtype in PLAIN:
         _QUICK_SCATTER[(send.dtype, dst.numel, root, *counts)] = args[0][1:]
+    sizes = rooted_sizes(name, pg, root, False, dst.numel, counts)
+    sig = lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel,  # noqa: E731
+                   "root_counts": counts}
+    if _direct.chosen(pg):
+        ds = args[0][1][1]
+        return _direct.rooted(name, pg, root, False, dst.array, dt, args, sizes, send, ds,
+                              counts, send[ds[root]:ds[root] + counts[root]], dst.commit_hook,
+                              async_op, [tensor], ins, sig)
     return issue(name, pg, "Scatterv", args, dst.commit_hook, async_op, [tensor], keep=ins,
-                 sig=lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel,
-                              "root_counts": counts},
-                 sizes=rooted_sizes(name, pg, root, False, dst.numel, counts))
+                 sig=sig, sizes=sizes)

@@ -1,0 +1,159 @@
+"""[3] The point-to-point messages of a direct call (:mod:`._direct`): posted, waited
+for as any call is, and the counts their tags carry compared with those expected."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from numpy import array as _array
+from numpy import int64 as _int64
+
+from .. import _departed
+from .._checkmode import verify
+from .._describe import mpi_error
+from .._env import settings as _settings
+from .._mpi import MPI
+from .._recorder import done, issued, waiting
+from .._tags import tag_ub
+from .._wait import wait_requests
+from .._work import Work
+from ._sizes import Sizes
+
+_ANY = MPI.ANY_TAG
+_Status = MPI.Status
+_testall = MPI.Request.Testall
+
+
+class Direct:
+    """One call's messages: ``recvs`` (peer, count it must send, where its count goes in
+    ``base``) and ``sends`` (peer, count), counts in elements; made once per call
+    signature and kept with the quick path's entry; read-only, so calls in flight at
+    once share it. ``base``: what ``sizes`` expects to receive, in its order (the
+    counts' wording for a mismatch, :mod:`._sizes`; None where the check is off,
+    ``MPICOLL_CHECK=0``). ``counts``: an exchange's (send, receive) counts of every
+    rank, for its arguments."""
+
+    __slots__ = ("base", "counts", "recvs", "sends", "sizes", "tags", "ub", "zeros")
+
+    def __init__(self, recvs: list[tuple[int, int, int]], sends: list[tuple[int, int]],
+                 base: list[int], sizes: Sizes | None, n: int,
+                 counts: tuple[list[int], list[int]] | None = None) -> None:
+        ub = self.ub = tag_ub()
+        self.recvs = recvs
+        self.sends = [(j, c, min(c, ub)) for j, c in sends]
+        self.tags = [min(c, ub) for _, c, _ in recvs]  # what each receive's tag must be
+        self.base, self.sizes, self.counts = base, sizes, counts
+        self.zeros = [0] * n  # (displacements of a lone tensor, to every peer)
+
+    def post(self, comm: Any, bufs: tuple) -> list[Any]:
+        """Post the receives, then the sends: ``bufs`` = (send buffer, its displacement
+        for each rank, receive buffer, its displacement for each rank, MPI datatype),
+        displacements in elements."""
+        sbuf, sd, rbuf, rd, dt = bufs
+        irecv, isend = comm.Irecv, comm.Isend
+        reqs = [irecv([rbuf, (c, rd[j]), dt], j, _ANY) for j, c, _ in self.recvs]
+        for j, c, tag in self.sends:
+            reqs.append(isend([sbuf, (c, sd[j]), dt], j, tag))
+        return reqs
+
+    def check(self, statuses: list[Any], me: int, dt: Any) -> None:
+        """Raise SizeMismatch where a peer sent another count than this rank expects (its
+        receives' statuses, first in ``statuses``)."""
+        sizes = self.sizes
+        if sizes is None:
+            return
+        ub = self.ub
+        for k, want in enumerate(self.tags):
+            st = statuses[k]
+            tag = st.Get_tag()
+            if tag != want or (tag == ub and st.Get_count(dt) != self.recvs[k][1]):
+                break
+        else:
+            return
+        got = list(self.base)
+        for k, (_, _, at) in enumerate(self.recvs):
+            st = statuses[k]
+            tag = st.Get_tag()
+            got[at] = tag if tag < ub or st.Get_error() else st.Get_count(dt)
+        sizes.mismatch(_array(got, _int64), me)
+
+
+def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: tuple | None,
+          finalize: Callable[[], Any] | None = None, async_op: bool = False,
+          outputs: list[Any] | None = None, keep: Any = None,
+          sig: Callable[[], dict[str, Any]] | None = None, depth: int = 3) -> Work | None:
+    """:func:`._call.issue` of a direct call: post ``direct``'s messages over ``bufs``
+    (:meth:`Direct.post`; ``args``: the MPI collective's arguments it stands for, for
+    the flight recorder and errors), copy this rank's own block (``copy`` =
+    (destination, index, source): ``destination[index] = source``; or None), then wait
+    (or return the Work) and compare the counts the peers sent before ``finalize``.
+    ``depth``: frames up to the user's, for the flight recorder (:func:`._call.quick`'s)."""
+    seq = group.seq = group.seq + 1
+    if _departed.left:
+        _departed.check(op, group, seq)
+    if sig is not None and _settings().check:
+        verify(op, group, sig())
+    comm = group.direct
+    if comm is None:
+        comm = _communicator(op, group, seq)
+    rec = issued(op, group, seq, args, depth=depth)
+    try:
+        reqs = direct.post(comm, bufs)
+    except MPI.Exception as e:
+        done(rec, False)
+        raise mpi_error(op, e, args) from e
+    if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
+        copy[0][copy[1]] = copy[2]
+    sts = [_Status() for _ in reqs]
+    me, dt = group._rank, bufs[4]
+
+    def compared() -> None:
+        direct.check(sts, me, dt)
+        if finalize is not None:
+            finalize()
+
+    def explain() -> None:  # an MPI error (a message cut short): what its tag says
+        direct.check(sts, me, dt)
+
+    if async_op:
+        return Work(op, reqs, compared, keep=(args, keep), outputs=outputs, group=group,
+                    seq=seq, explain=explain, rec=rec, statuses=sts)
+    try:
+        if not _testall(reqs, sts):
+            waiting(rec)
+            wait_requests(reqs, op, group, seq, args, statuses=sts)
+    except MPI.Exception as e:
+        done(rec, False)
+        explain()
+        raise mpi_error(op, e, args) from e
+    except BaseException:
+        # interrupted between Tests: the messages, and what follows them, become a
+        # pending Work, as if the call had been made with async_op=True
+        if any(reqs):
+            Work(op, reqs, compared, keep=(args, keep), outputs=outputs, group=group,
+                 seq=seq, explain=explain, rec=rec, statuses=sts)
+        else:  # (all completed as the wait returned)
+            done(rec)
+        raise
+    try:
+        direct.check(sts, me, dt)
+    except BaseException:
+        done(rec, False)
+        raise
+    done(rec)
+    if finalize is not None:
+        finalize()
+    return None
+
+
+def _communicator(op: str, group: Any, seq: int) -> Any:
+    """The group's communicator for direct exchanges, made at its first (a collective
+    over the group's communicator, waited for as any call is)."""
+    comm, req = group.comm.Idup()
+    try:
+        wait_requests([req], op, group, seq, ())
+    except MPI.Exception as e:
+        raise mpi_error(op, e, ()) from e
+    group.direct = comm
+    return comm

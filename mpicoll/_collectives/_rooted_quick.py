@@ -1,0 +1,58 @@
+"""[2] The quick paths of gather and scatter (and broadcast's table of datatypes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _direct
+from ._call import quick, quick_array
+from ._layout import apart, layout
+from ._sizes import rooted as rooted_sizes
+
+# numpy dtype -> MPI datatype, for the quick paths of broadcast and of gather's and
+# scatter's non-root ranks (plain dtypes that a general call has seen)
+_QUICK: dict[Any, Any] = {}
+
+# the roots' quick paths of gather and scatter: (dtype, size of the tensor, root, sizes of
+# the list) -> (counts and displacements, MPI datatype), stored by the general path
+_QUICK_GATHER: dict[tuple, tuple[Any, Any]] = {}
+_QUICK_SCATTER: dict[tuple, tuple[Any, Any]] = {}
+
+
+def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
+                 gathering: bool) -> bool:
+    """gather's (``gathering``) or scatter's quick path: a plain dtype seen before; on the
+    root, a list of adjacent views of sizes an earlier call of the general path
+    validated (written by gather, read by scatter; ``tensor`` the other way round).
+    True when done; False: take the general path."""
+    a = quick_array(tensor, not gathering)
+    if a is None:
+        return False
+    if pg._rank != root:
+        dt = _QUICK.get(a.dtype) if not tensors else None
+        if dt is None:
+            return False
+        mine, theirs = (a, dt), None
+    else:
+        q = layout(tensors, pg._size, gathering)  # (adjacent views only, as validated)
+        table = _QUICK_GATHER if gathering else _QUICK_SCATTER
+        hit = table.get((a.dtype, a.size, root, *q[4])) \
+            if q is not None and q[7] and q[1] == a.dtype else None
+        if hit is None or not apart(q, a):
+            return False
+        mine, theirs = (a, hit[1]), (q[0], *hit)
+    sizes = rooted_sizes(name, pg, root, gathering, a.size,
+                         None if theirs is None else q[4])
+    args = (mine, theirs, root) if gathering else (theirs, mine, root)
+    if _direct.chosen(pg):  # (the user's frame: 5 up from the recorder's)
+        if theirs is None:
+            _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, depth=5)
+        else:
+            _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, q[0],
+                           hit[0][1], q[4], q[6][root], depth=5)
+        return True
+    if gathering:
+        quick(name, pg, "Igatherv", args, sizes)
+    else:
+        quick(name, pg, "Iscatterv", args, sizes)
+    return True
