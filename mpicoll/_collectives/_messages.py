@@ -66,16 +66,16 @@ class Direct:
         ub = self.ub
         for k, want in enumerate(self.tags):
             st = statuses[k]
-            tag = st.Get_tag()
-            if tag != want or (tag == ub and st.Get_count(dt) != self.recvs[k][1]):
+            tag = st.Get_tag()  # (negative: no status, after an error; not compared)
+            if (tag != want and tag >= 0) or (tag == ub and st.Get_count(dt) != self.recvs[k][1]):
                 break
         else:
             return
         got = list(self.base)
-        for k, (_, _, at) in enumerate(self.recvs):
+        for k, (_, c, at) in enumerate(self.recvs):
             st = statuses[k]
             tag = st.Get_tag()
-            got[at] = tag if tag < ub or st.Get_error() else st.Get_count(dt)
+            got[at] = c if tag < 0 else tag if tag < ub or st.Get_error() else st.Get_count(dt)
         sizes.mismatch(_array(got, _int64), me)
 
 
@@ -94,15 +94,18 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: t
         _departed.check(op, group, seq)
     if sig is not None and _settings().check:
         verify(op, group, sig())
-    comm = group.direct
-    if comm is None:
-        comm = _communicator(op, group, seq)
-    rec = issued(op, group, seq, args, depth=depth)
+    rec = issued(op, group, seq, args, depth=depth)  # (before the wait that makes comm)
     try:
+        comm = group.direct
+        if comm is None:
+            comm = _communicator(op, group, seq)
         reqs = direct.post(comm, bufs)
     except MPI.Exception as e:
         done(rec, False)
         raise mpi_error(op, e, args) from e
+    except BaseException:
+        done(rec, False)
+        raise
     if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
         copy[0][copy[1]] = copy[2]
     sts = [_Status() for _ in reqs]
@@ -113,7 +116,16 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: t
         if finalize is not None:
             finalize()
 
-    def explain() -> None:  # an MPI error (a message cut short): what its tag says
+    def explain() -> None:  # an MPI error (a message cut short): what the tags say
+        # the requests MPI had not completed when it reported the error (MPI_ERR_PENDING)
+        # complete: the peers posted theirs
+        left = [k for k, r in enumerate(reqs) if r]
+        try:
+            if left:
+                wait_requests([reqs[k] for k in left], op, group, seq, args,
+                              statuses=[sts[k] for k in left])
+        except MPI.Exception:
+            pass
         direct.check(sts, me, dt)
 
     if async_op:
