@@ -6,7 +6,7 @@ from typing import Any
 
 from . import _direct
 from ._call import quick, quick_array
-from ._layout import apart, layout
+from ._layout import apart, displs, layout
 from ._sizes import rooted as rooted_sizes
 
 # numpy dtype -> MPI datatype, for the quick paths of broadcast and of gather's and
@@ -34,10 +34,12 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
             return False
         mine, theirs = (a, dt), None
     else:
-        q = layout(tensors, pg._size, gathering)  # (adjacent views only, as validated)
+        # adjacent views, or separate tensors where the messages are direct (each to or
+        # from its own tensor's memory), of sizes the general path validated
+        q = layout(tensors, pg._size, gathering)
         table = _QUICK_GATHER if gathering else _QUICK_SCATTER
         hit = table.get((a.dtype, a.size, root, *q[4])) \
-            if q is not None and q[7] and q[1] == a.dtype else None
+            if q is not None and (q[7] or _direct.chosen(pg)) and q[1] == a.dtype else None
         if hit is None or not apart(q, a):
             return False
         mine, theirs = (a, hit[1]), (q[0], *hit)
@@ -49,7 +51,7 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
             _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, depth=5)
         else:
             _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, q[0],
-                           hit[0][1], q[4], q[6][root], depth=5)
+                           hit[0][1] if q[7] else displs(q), q[4], q[6][root], depth=5)
         return True
     if gathering:
         quick(name, pg, "Igatherv", args, sizes)
