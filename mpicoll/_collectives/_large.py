@@ -42,7 +42,7 @@ def too_big(args: Any) -> bool:
     return isinstance(args, int) and args > INT_MAX
 
 
-def _big_type(base: Any, count: int) -> Any:
+def big_type(base: Any, count: int) -> Any:
     """A committed datatype of ``count`` ``base`` elements, extent count * extent(base)."""
     ext = base.Get_extent()[1]
     q, r = divmod(count, CHUNK)
@@ -62,7 +62,7 @@ def _big_type(base: Any, count: int) -> Any:
 def _at(base: Any, count: int, offset: int) -> Any:
     """A committed datatype of ``count`` elements placed ``offset`` elements in."""
     ext = base.Get_extent()[1]
-    inner = _big_type(base, count) if count > INT_MAX else base.Create_contiguous(count)
+    inner = big_type(base, count) if count > INT_MAX else base.Create_contiguous(count)
     placed = MPI.Datatype.Create_struct([1], [offset * ext], [inner])
     placed.Commit()
     inner.Free()
@@ -113,7 +113,7 @@ def _reduce(comm: Any, send: Any, recv: Any, op: Any, root: int) -> None:
 
 def _block(comm: Any, method: str, send: Any, recv: list) -> None:
     r, count, dt = recv
-    t = _big_type(dt, count)
+    t = big_type(dt, count)
     try:
         sendspec = MPI.IN_PLACE if send is MPI.IN_PLACE else [send[0], 1, t]
         getattr(comm, method)(sendspec, [r, 1, t])
@@ -149,7 +149,7 @@ def _rooted_p2p(comm: Any, root: int, pieces: dict[int, Any], mine: Any, dt: Any
     tag = _tags.large()
     me = comm.Get_rank()
     if me != root:
-        t = _big_type(dt, mine.size)
+        t = big_type(dt, mine.size)
         try:
             (comm.Send if gather else comm.Recv)([mine, 1, t], root, tag)
         finally:
@@ -163,7 +163,7 @@ def _rooted_p2p(comm: Any, root: int, pieces: dict[int, Any], mine: Any, dt: Any
             else:
                 mine[...] = piece
             continue
-        t = _big_type(dt, piece.size)
+        t = big_type(dt, piece.size)
         types.append(t)
         reqs.append((comm.Irecv if gather else comm.Isend)([piece, 1, t], j, tag))
     MPI.Request.Waitall(reqs)

@@ -18,6 +18,7 @@ from .._recorder import done, issued, waiting
 from .._tags import tag_ub
 from .._wait import wait_requests
 from .._work import Work
+from . import _large
 from ._sizes import Sizes
 
 _ANY = MPI.ANY_TAG
@@ -34,7 +35,7 @@ class Direct:
     ``MPICOLL_CHECK=0``). ``counts``: an exchange's (send, receive) counts of every
     rank, for its arguments."""
 
-    __slots__ = ("base", "counts", "recvs", "sends", "sizes", "tags", "ub", "zeros")
+    __slots__ = ("base", "big", "counts", "recvs", "sends", "sizes", "tags", "ub", "zeros")
 
     def __init__(self, recvs: list[tuple[int, int, int]], sends: list[tuple[int, int]],
                  base: list[int], sizes: Sizes | None, n: int,
@@ -45,16 +46,36 @@ class Direct:
         self.tags = [min(c, ub) for _, c, _ in recvs]  # what each receive's tag must be
         self.base, self.sizes, self.counts = base, sizes, counts
         self.zeros = [0] * n  # (displacements of a lone tensor, to every peer)
+        # a count above INT_MAX on an MPI-3 library: its message as one element of a type
+        # that holds them all (_large)
+        self.big = _large.MPI3 and any(c > _large.INT_MAX for c in (
+            *(c for _, c, _ in recvs), *(c for _, c in sends)))
 
     def post(self, comm: Any, bufs: tuple) -> list[Any]:
         """Post the receives, then the sends: ``bufs`` = (send buffer, its displacement
         for each rank, receive buffer, its displacement for each rank, MPI datatype),
         displacements in elements."""
         sbuf, sd, rbuf, rd, dt = bufs
+        if self.big:
+            return self._post_big(comm, sbuf, sd, rbuf, rd, dt)
         irecv, isend = comm.Irecv, comm.Isend
         reqs = [irecv([rbuf, (c, rd[j]), dt], j, _ANY) for j, c, _ in self.recvs]
         for j, c, tag in self.sends:
             reqs.append(isend([sbuf, (c, sd[j]), dt], j, tag))
+        return reqs
+
+    def _post_big(self, comm: Any, sbuf: Any, sd: Any, rbuf: Any, rd: Any,
+                  dt: Any) -> list[Any]:
+        """:meth:`post` where a count exceeds INT_MAX on an MPI-3 library."""
+        made: list[Any] = []
+        try:
+            reqs = [comm.Irecv(_spec(rbuf, c, rd[j], dt, made), j, _ANY)
+                    for j, c, _ in self.recvs]
+            for j, c, tag in self.sends:
+                reqs.append(comm.Isend(_spec(sbuf, c, sd[j], dt, made), j, tag))
+        finally:
+            for t in made:  # (MPI keeps a type that pending messages use)
+                t.Free()
         return reqs
 
     def check(self, statuses: list[Any], me: int, dt: Any) -> None:
@@ -67,7 +88,8 @@ class Direct:
         for k, want in enumerate(self.tags):
             st = statuses[k]
             tag = st.Get_tag()  # (negative: no status, after an error; not compared)
-            if (tag != want and tag >= 0) or (tag == ub and st.Get_count(dt) != self.recvs[k][1]):
+            if (tag != want and tag >= 0) or (tag == ub and not self.big and
+                                              st.Get_count(dt) != self.recvs[k][1]):
                 break
         else:
             return
@@ -75,8 +97,21 @@ class Direct:
         for k, (_, c, at) in enumerate(self.recvs):
             st = statuses[k]
             tag = st.Get_tag()
-            got[at] = c if tag < 0 else tag if tag < ub or st.Get_error() else st.Get_count(dt)
+            got[at] = c if tag < 0 else tag if tag < ub or self.big or st.Get_error() \
+                else st.Get_count(dt)
         sizes.mismatch(_array(got, _int64), me)
+
+
+def _spec(buf: Any, c: int, d: int, dt: Any, made: list[Any]) -> list[Any]:
+    """A message's buffer specification: ``c`` elements of ``dt`` at ``d`` elements into
+    ``buf``; above INT_MAX (an MPI-3 library), one element of a type of them all, made
+    and noted in ``made``."""
+    if c <= _large.INT_MAX:
+        return [buf, (c, d), dt]
+    ext = dt.Get_extent()[1]
+    t = _large.big_type(dt, c)
+    made.append(t)
+    return [MPI.buffer.fromaddress(MPI.buffer(buf).address + d * ext, c * ext), 1, t]
 
 
 def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: tuple | None,

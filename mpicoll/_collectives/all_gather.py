@@ -158,7 +158,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
                      "rank: expected {expected}, got {got}",
                      {"arg": f"tensor_list[{pg.my_rank}]", "t": "tensor"},
                      expected=tuple(src.shape), got=tuple(outs[pg.my_rank].shape))
-    direct = _direct.chosen(pg) and sum(counts) <= INT_MAX
+    direct = _direct.chosen(pg)  # (the group's size alone decides: alike on every rank)
     sizes = exchange(name, pg, [src.numel] * n, counts, "tensor_list[{peer}]") if direct \
         else agreed(name, pg, counts, "tensor_list[{peer}] (rank {peer}'s tensor)")
     recv, staged = _pack.receive_area(outs, sum(counts))

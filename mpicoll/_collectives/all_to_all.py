@@ -69,7 +69,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     quick_key = exchange_key(rarr, sarr, pg, extra) \
         if extra is not False and src.dtype in PLAIN and max(sarr.size, rarr.size) <= INT_MAX \
         else None
-    if _direct.chosen(pg) and max(sarr.size, rarr.size) <= INT_MAX:
+    if _direct.chosen(pg):  # (the group's size alone decides: alike on every rank)
         if scounts is None and rcounts is None:
             scounts, rcounts = [sarr.size // n] * n, [rarr.size // n] * n
         else:
@@ -210,7 +210,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
     sizes = exchange_sizes(name, pg, scounts, rcounts, "output_tensor_list[{peer}]")
     unpack = (lambda: _pack.unpack(recv, outs)) if staged else None
     sig = lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts}  # noqa: E731
-    if _direct.chosen(pg) and max(send.size, recv.size) <= INT_MAX:
+    if _direct.chosen(pg):
         me, dt = pg._rank, mpi_datatype(send.dtype)
         d = _direct.plan(pg, scounts, rcounts, sizes)
         sd, rd = _pack.displs(scounts), _pack.displs(rcounts)
