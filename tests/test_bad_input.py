@@ -28,8 +28,8 @@ def test_split_sum_mismatch(xin, size, group):
     xo = xin.output()
     out = _out(xo, (size,))
     with pytest.raises(ValueError, match=r"input_split_sizes must sum to dim 0 of input: "
-                                         r"expected 3, got sum"):
-        dist.all_to_all_single(out, _out(xin, (3,)), None, [1] * size, group=group)
+                                         rf"expected {size + 1}, got sum"):
+        dist.all_to_all_single(out, _out(xin, (size + 1,)), None, [1] * size, group=group)
     with pytest.raises(ValueError, match="output_split_sizes must sum to dim 0 of output"):
         dist.all_to_all_single(out, _out(xin, (size,)), [2] * size, [1] * size, group=group)
     _untouched(out)

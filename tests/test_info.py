@@ -55,7 +55,7 @@ def test_info():
     # direct messages on few ranks (MPICOLL_DIRECT: the largest such group)
     most = int(os.environ.get("MPICOLL_DIRECT") or 8)
     assert rows["exchanges"] == (
-        f"all_to_all, all_gather of lists, gather, scatter on groups of 2 to {most} ranks: "
+        f"all_to_all, gather and scatter on groups of 2 to {most} ranks: "
         "point-to-point messages, each with its count in its tag" if most > 1 else
         f"never (MPICOLL_DIRECT={most}): MPI collectives, their counts beside them"), rows["exchanges"]
     aware, why = gpu_aware()  # this process decides from the same environment

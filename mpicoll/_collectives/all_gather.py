@@ -15,13 +15,13 @@ from .._process_group import _State, resolve
 from .._start import is_mpich
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
-from . import _direct, _pack, _validate
+from . import _pack, _validate
 from ._call import exchange_key, issue, quick, quick_array, quick_exchange, quick_then_copy
 from ._choices import gather_by_alltoallv
 from ._large import INT_MAX
 from ._layout import apart, displs, layout
-from ._own_block import flat_copy, own_copy, then
-from ._sizes import agreed, exchange
+from ._own_block import own_copy, then
+from ._sizes import agreed
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
@@ -124,12 +124,6 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
             hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *counts))
             if hit is not None and out[6][pg._rank].shape == a.shape and apart(out, a):
                 method, rc, dt, sc, own, sizes = hit
-                if method == "direct":  # (rc: the displacements of an adjacent list)
-                    rd, me = rc if adjacent else displs(out), pg._rank
-                    _direct.issue(name, pg, sizes, ([a, a.size, dt], [buf, (counts, rd), dt]),
-                                  (a, sizes.zeros, buf, rd, dt),
-                                  flat_copy(out[6][me], a) if a.size else None)
-                    return None
                 if sc is not None:  # as Alltoallv (_by_alltoallv)
                     recv = [buf, rc if adjacent else (rc[0], displs(out)), dt]
                     args = ([a, sc, dt], recv)
@@ -158,9 +152,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
                      "rank: expected {expected}, got {got}",
                      {"arg": f"tensor_list[{pg.my_rank}]", "t": "tensor"},
                      expected=tuple(src.shape), got=tuple(outs[pg.my_rank].shape))
-    direct = _direct.chosen(pg)  # (the group's size alone decides: alike on every rank)
-    sizes = exchange(name, pg, [src.numel] * n, counts, "tensor_list[{peer}]") if direct \
-        else agreed(name, pg, counts, "tensor_list[{peer}] (rank {peer}'s tensor)")
+    sizes = agreed(name, pg, counts, "tensor_list[{peer}] (rank {peer}'s tensor)")
     recv, staged = _pack.receive_area(outs, sum(counts))
     if staged:  # adjacent outputs are distinct by construction
         _validate.distinct_outputs(name, outs, "tensor_list")
@@ -173,9 +165,6 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         else:
             src.detach_input()
             sendspec = [src.array, src.numel, dt]
-    if direct:
-        return _direct_list(pg, src, sendspec, recv, counts, dt, sizes, staged, outs,
-                            tensor_list, async_op)
     by_a2a = _by_alltoallv(pg.my_rank, src.numel, counts, recv.nbytes)
     # with sizes: Allgatherv even for equal counts, so that ranks whose counts disagree
     # still make one call (unless the disagreement moves one of them across the
@@ -204,23 +193,3 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
     return issue(name, pg, method, (sendspec, recvspec), finish, async_op,
                  list(tensor_list), keep=outs, sig=lambda: {"dtype": src.dtype, "counts": counts},
                  sizes=sizes)
-
-
-def _direct_list(pg: Any, src: Any, sendspec: Any, recv: Any, counts: list[int], dt: Any,
-                 sizes: Any, staged: bool, outs: list[Any], tensor_list: list[Any],
-                 async_op: bool) -> Work | None:
-    """all_gather as direct messages (:mod:`._direct`): this rank's tensor to every peer,
-    each peer's into its entry of the receive area ``recv``; its quick entry stored."""
-    me, n = pg._rank, pg._size
-    d = _direct.plan(pg, [src.numel] * n, counts, sizes)
-    rd = _pack.displs(counts)
-    mine = recv[rd[me]:rd[me] + counts[me]]
-    send = mine if sendspec is MPI.IN_PLACE else src.array
-    if src.dtype in PLAIN:
-        _QUICK_LISTS[(recv.dtype, src.numel, me, *counts)] = ("direct", rd, dt, None, None, d)
-    return _direct.issue("all_gather", pg, d, ([send, src.numel, dt], [recv, (counts, rd), dt]),
-                         (send, d.zeros, recv, rd, dt),
-                         None if send is mine or not src.numel else flat_copy(mine, send),
-                         (lambda: _pack.unpack(recv, outs)) if staged else None, async_op,
-                         list(tensor_list), keep=outs,
-                         sig=lambda: {"dtype": src.dtype, "counts": counts})
