@@ -93,3 +93,38 @@ def test_bad_polls_setting_is_named():
                        timeout=120, check=False)
     assert p.returncode != 0
     assert "environment variable MPICOLL_POLLS='many': expected a number of Tests" in p.stderr
+
+
+@pytest.mark.parametrize("blocking", ["quick", "general"])
+def test_interrupted_direct_exchange_keeps_its_messages(rank, size, blocking):
+    from mpicoll._collectives import _direct
+
+    if not 1 < size <= _direct.MAX_RANKS:
+        pytest.skip("needs a late peer on a group small enough to exchange directly")
+    rows = 3 if blocking == "quick" else 2  # (a first call of its shape: the general path)
+    x = np.arange(rows * size, dtype=np.float64) + 100 * rank
+    y = np.full(rows * size, -1.0)
+    if blocking == "quick":
+        dist.all_to_all_single(y, x, [rows] * size, [rows] * size)
+        y[:] = -1.0
+    want = np.concatenate([np.arange(rows * rank, rows * (rank + 1)) + 100.0 * j
+                           for j in range(size)])
+    pg = resolve(None, "test")
+    if rank == 0:
+        before = set(_pending.pending)
+        sys.settrace(_interrupt_in("wait_requests"))
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                dist.all_to_all_single(y, x, [rows] * size, [rows] * size)
+        finally:
+            sys.settrace(None)
+        # the messages are MPI's still: one pending Work holds them, its counts compared
+        # when it completes
+        new = [w for k, w in _pending.pending.items() if k not in before]
+        assert [(w.op, w.group is pg) for w in new] == [("all_to_all_single", True)]
+        _pending.wait_pending(pg)
+        assert not set(_pending.pending) - before
+    else:
+        time.sleep(0.3)  # rank 0 is waiting by now
+        dist.all_to_all_single(y, x, [rows] * size, [rows] * size)
+    np.testing.assert_array_equal(y, want)

@@ -4,6 +4,7 @@ for as any call is, and the counts their tags carry compared with those expected
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from numpy import array as _array
@@ -145,41 +146,27 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: t
         copy[0][copy[1]] = copy[2]
     sts = [_Status() for _ in reqs]
     me, dt = group._rank, bufs[4]
-
-    def compared() -> None:
-        direct.check(sts, me, dt)
-        if finalize is not None:
-            finalize()
-
-    def explain() -> None:  # an MPI error (a message cut short): what the tags say
-        # the requests MPI had not completed when it reported the error (MPI_ERR_PENDING)
-        # complete: the peers posted theirs
-        left = [k for k, r in enumerate(reqs) if r]
-        try:
-            if left:
-                wait_requests([reqs[k] for k in left], op, group, seq, args,
-                              statuses=[sts[k] for k in left])
-        except MPI.Exception:
-            pass
-        direct.check(sts, me, dt)
-
     if async_op:
-        return Work(op, reqs, compared, keep=(args, keep), outputs=outputs, group=group,
-                    seq=seq, explain=explain, rec=rec, statuses=sts)
+        return Work(op, reqs, partial(_compared, direct, sts, me, dt, finalize),
+                    keep=(args, keep), outputs=outputs, group=group, seq=seq,
+                    explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, args),
+                    rec=rec, statuses=sts)
     try:
         if not _testall(reqs, sts):
             waiting(rec)
             wait_requests(reqs, op, group, seq, args, statuses=sts)
     except MPI.Exception as e:
         done(rec, False)
-        explain()
+        _explain(direct, reqs, sts, me, dt, op, group, seq, args)
         raise mpi_error(op, e, args) from e
     except BaseException:
         # interrupted between Tests: the messages, and what follows them, become a
         # pending Work, as if the call had been made with async_op=True
         if any(reqs):
-            Work(op, reqs, compared, keep=(args, keep), outputs=outputs, group=group,
-                 seq=seq, explain=explain, rec=rec, statuses=sts)
+            Work(op, reqs, partial(_compared, direct, sts, me, dt, finalize),
+                 keep=(args, keep), outputs=outputs, group=group, seq=seq,
+                 explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, args),
+                 rec=rec, statuses=sts)
         else:  # (all completed as the wait returned)
             done(rec)
         raise
@@ -192,6 +179,29 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: t
     if finalize is not None:
         finalize()
     return None
+
+
+def _compared(direct: Direct, sts: list[Any], me: int, dt: Any,
+              finalize: Callable[[], Any] | None) -> None:
+    """An async direct call's completion: the counts compared, then ``finalize``."""
+    direct.check(sts, me, dt)
+    if finalize is not None:
+        finalize()
+
+
+def _explain(direct: Direct, reqs: list[Any], sts: list[Any], me: int, dt: Any, op: str,
+             group: Any, seq: int, args: tuple) -> None:
+    """An MPI error (a message cut short): what the tags say. The requests MPI had not
+    completed when it reported the error (MPI_ERR_PENDING) complete first: the peers
+    posted theirs."""
+    left = [k for k, r in enumerate(reqs) if r]
+    try:
+        if left:
+            wait_requests([reqs[k] for k in left], op, group, seq, args,
+                          statuses=[sts[k] for k in left])
+    except MPI.Exception:
+        pass
+    direct.check(sts, me, dt)
 
 
 def _communicator(op: str, group: Any, seq: int) -> Any:
