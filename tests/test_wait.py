@@ -35,6 +35,22 @@ def _interrupt_in(function: str):
     return tracer
 
 
+def _interrupted_then_completed(op, call, pg):
+    """``call()`` interrupted in its wait raises KeyboardInterrupt and leaves one pending
+    Work of ``op`` on ``pg``, which completes when the group's pending Works are waited."""
+    before = set(_pending.pending)
+    sys.settrace(_interrupt_in("wait_requests"))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        sys.settrace(None)
+    new = [w for k, w in _pending.pending.items() if k not in before]
+    assert [(w.op, w.group is pg) for w in new] == [(op, True)]
+    _pending.wait_pending(pg)
+    assert not set(_pending.pending) - before
+
+
 @pytest.mark.parametrize("blocking", ["quick", "general"])
 def test_interrupted_wait_keeps_the_request(rank, size, blocking):
     if size == 1:
@@ -47,18 +63,8 @@ def test_interrupted_wait_keeps_the_request(rank, size, blocking):
     want = np.full(x.shape, sum(range(1, size + 1)), np.float64)
     pg = resolve(None, "test")
     if rank == 0:
-        before = set(_pending.pending)
-        sys.settrace(_interrupt_in("wait_requests"))
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                dist.all_reduce(x)
-        finally:
-            sys.settrace(None)
         # the request is MPI's still: one pending Work holds it and its buffer
-        new = [w for k, w in _pending.pending.items() if k not in before]
-        assert [(w.op, w.group is pg) for w in new] == [("all_reduce", True)]
-        _pending.wait_pending(pg)
-        assert not set(_pending.pending) - before
+        _interrupted_then_completed("all_reduce", lambda: dist.all_reduce(x), pg)
     else:
         time.sleep(0.3)  # rank 0 is waiting by now
         dist.all_reduce(x)
@@ -111,19 +117,11 @@ def test_interrupted_direct_exchange_keeps_its_messages(rank, size, blocking):
                            for j in range(size)])
     pg = resolve(None, "test")
     if rank == 0:
-        before = set(_pending.pending)
-        sys.settrace(_interrupt_in("wait_requests"))
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                dist.all_to_all_single(y, x, [rows] * size, [rows] * size)
-        finally:
-            sys.settrace(None)
         # the messages are MPI's still: one pending Work holds them, its counts compared
         # when it completes
-        new = [w for k, w in _pending.pending.items() if k not in before]
-        assert [(w.op, w.group is pg) for w in new] == [("all_to_all_single", True)]
-        _pending.wait_pending(pg)
-        assert not set(_pending.pending) - before
+        _interrupted_then_completed(
+            "all_to_all_single",
+            lambda: dist.all_to_all_single(y, x, [rows] * size, [rows] * size), pg)
     else:
         time.sleep(0.3)  # rank 0 is waiting by now
         dist.all_to_all_single(y, x, [rows] * size, [rows] * size)
