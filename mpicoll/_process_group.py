@@ -7,6 +7,7 @@ blocking calls wait) is registered by the layers above with :func:`at_birth`.
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +16,22 @@ from ._env import as_seconds
 from ._start import mpi
 from .errors import ArgumentTypeError as _Type
 from .errors import ArgumentValueError as _Value
+
+_DIRECT: list[int] = []
+
+
+def direct_ranks() -> int:
+    """The largest group whose all_to_all, gather and scatter go as point-to-point
+    messages (``MPICOLL_DIRECT``, default 8; 0: none), read once."""
+    if not _DIRECT:
+        raw = os.environ.get("MPICOLL_DIRECT", "")
+        try:
+            _DIRECT.append(int(raw) if raw else 8)
+        except ValueError:
+            raise ValueError(f"environment variable MPICOLL_DIRECT={raw!r}: expected the "
+                             "largest number of ranks that exchange directly (0: never)"
+                             ) from None
+    return _DIRECT[0]
 
 
 class ProcessGroup:
@@ -42,8 +59,10 @@ class ProcessGroup:
         self.received: dict[int, int] = {}  # group rank -> messages received from it
         # persistent collectives that carry calls' counts, by form (_collectives/_sizes)
         self.counts: dict[tuple, Any] = {}
-        # the communicator of its direct exchanges, made at the first (_collectives/_direct)
-        self.direct: Any = None
+        # the communicator of its direct calls (_collectives/_direct), on groups small
+        # enough for them: made here, where every member makes the group, so that no
+        # call has to wait for it (an async first call would)
+        self.direct: Any = comm.Dup() if 1 < self._size <= direct_ranks() else None
         # the same on every member: groups are made in the same order everywhere
         twins = sum(1 for g in _EVERY if g.name == name and g.ranks == ranks)
         self.key = (name, tuple(ranks), twins)

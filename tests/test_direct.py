@@ -167,3 +167,22 @@ def test_a_gather_that_sends_more_than_the_slot(rank, size, group, async_op):
     else:  # (a sender's output is right: it returns)
         call()
     dist.barrier(group=group)  # (every rank went on)
+
+
+@MULTI
+def test_a_first_async_call_does_not_wait_for_its_peers(rank, size):
+    # the group's communicator for direct calls is made with the group: rank 0's first
+    # all_to_all may return at once, before rank 1 (in a receive from rank 0) has made it
+    g = dist.new_group(list(range(size)))
+    x = np.arange(size, dtype=np.float64) + 10 * rank
+    y = np.full(size, -1.0)
+    if rank == 0:
+        w = dist.all_to_all_single(y, x, group=g, async_op=True)
+        dist.send(np.ones(1), dst=1)
+        w.wait()
+    else:
+        if rank == 1:
+            dist.recv(np.zeros(1), src=0)
+        dist.all_to_all_single(y, x, group=g)
+    np.testing.assert_array_equal(y, [rank + 10.0 * j for j in range(size)])
+    dist.destroy_process_group(g)

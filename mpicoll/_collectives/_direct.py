@@ -5,9 +5,8 @@ On a group of 2 to ``MAX_RANKS`` ranks, every rank posts one receive, of any tag
 each peer it receives from, and one send to each peer it sends to, whose tag is the
 number of elements it sends (an exchange: every peer both ways; gather and scatter:
 between the root and each rank); this rank's own block is copied locally. The messages
-go on a communicator of the group's own for them (``ProcessGroup.direct``, made by
-``Idup`` at the group's first direct call: every rank makes it at the same call). A
-receive's status then says how many elements its peer sent, even where MPI cut the
+go on a communicator of the group's own for them (``ProcessGroup.direct``, made with the
+group, so that no call waits for it). A receive's status then says how many elements its peer sent, even where MPI cut the
 message short, so sizes that disagree across ranks are caught
 (:class:`~mpicoll.errors.SizeMismatch` on the receiver, worded as :mod:`._sizes` words
 it) with no message beyond the data (:mod:`._messages`; its cost: docs/performance.md).
@@ -18,15 +17,16 @@ the messages between two ranks on one communicator in order. (all_gather of a li
 keeps MPI's collective and its counts' check, under which every rank raises: as direct
 messages it measured no faster below 64 KiB.)
 
-``MPICOLL_DIRECT``: the largest group that goes direct (default 8; 0: never).
+``MPICOLL_DIRECT``: the largest group that goes direct (default 8; 0: never), read when
+the first group is made (:func:`mpicoll._process_group.direct_ranks`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
+from .._process_group import direct_ranks
 from .._work import Work
 from ._messages import Direct, issue
 from ._own_block import flat_copy, own_block_copy
@@ -37,21 +37,13 @@ __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "p
            "rooted", "rooted_plan", "single"]
 
 
-def _max_ranks() -> int:
-    raw = os.environ.get("MPICOLL_DIRECT", "")
-    try:
-        return int(raw) if raw else 8
-    except ValueError:
-        raise ValueError(f"environment variable MPICOLL_DIRECT={raw!r}: expected the largest "
-                         "number of ranks that exchange directly (0: never)") from None
-
-
-MAX_RANKS = _max_ranks()
+MAX_RANKS = direct_ranks()
 
 
 def chosen(pg: Any) -> bool:
-    """Whether ``pg``'s exchanges go direct (its size alone decides: alike on every rank)."""
-    return 1 < pg._size <= MAX_RANKS
+    """Whether ``pg``'s all_to_all, gather and scatter go direct: where the group was made
+    with its communicator for them (its size alone decides: alike on every rank)."""
+    return pg.direct is not None
 
 
 _PLANS: dict[tuple, Direct] = {}

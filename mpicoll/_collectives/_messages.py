@@ -130,21 +130,15 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: t
         _departed.check(op, group, seq)
     if sig is not None and _settings().check:
         verify(op, group, sig())
-    rec = issued(op, group, seq, args, depth=depth)  # (before the wait that makes comm)
+    rec = issued(op, group, seq, args, depth=depth)
     try:
-        comm = group.direct
-        if comm is None:
-            comm = _communicator(op, group, seq)
-        reqs = direct.post(comm, bufs)
+        reqs = direct.post(group.direct, bufs)
     except MPI.Exception as e:
         done(rec, False)
         raise mpi_error(op, e, args) from e
-    except BaseException:
-        done(rec, False)
-        raise
+    sts = [_Status() for _ in reqs]
     if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
         copy[0][copy[1]] = copy[2]
-    sts = [_Status() for _ in reqs]
     me, dt = group._rank, bufs[4]
     if async_op:
         return Work(op, reqs, partial(_compared, direct, sts, me, dt, finalize),
@@ -202,15 +196,3 @@ def _explain(direct: Direct, reqs: list[Any], sts: list[Any], me: int, dt: Any, 
     except MPI.Exception:
         pass
     direct.check(sts, me, dt)
-
-
-def _communicator(op: str, group: Any, seq: int) -> Any:
-    """The group's communicator for direct exchanges, made at its first (a collective
-    over the group's communicator, waited for as any call is)."""
-    comm, req = group.comm.Idup()
-    try:
-        wait_requests([req], op, group, seq, ())
-    except MPI.Exception as e:
-        raise mpi_error(op, e, ()) from e
-    group.direct = comm
-    return comm
