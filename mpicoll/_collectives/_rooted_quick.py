@@ -51,7 +51,8 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
             _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, depth=5)
         else:
             _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, q[0],
-                           hit[0][1] if q[7] else displs(q), q[4], q[6][root], depth=5)
+                           hit[0][1] if q[7] else displs(q), q[4], q[6][root],
+                           keep=tensors, depth=5)  # (kept: q[0] owns no memory)
         return True
     if gathering:
         quick(name, pg, "Igatherv", args, sizes)

@@ -177,7 +177,9 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
                     sd, rd = sc if sadj and radj else (displs(inl), displs(outl))
                     _direct.issue(name, pg, sizes, ([sbuf, (c[0], sd), dt],
                                                     [rbuf, (c[1], rd), dt]),
-                                  (sbuf, sd, rbuf, rd, dt), _own_tensors(routs[me], sins[me]) if c[0][me] else None)
+                                  (sbuf, sd, rbuf, rd, dt),
+                                  _own_tensors(routs[me], sins[me]) if c[0][me] else None,
+                                  keep=(output_tensor_list, input_tensor_list))
                     return None
                 if sadj and radj:
                     args = ([sbuf, sc, dt], [rbuf, rc, dt])
