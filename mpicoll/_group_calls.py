@@ -101,6 +101,10 @@ def _free_counts(pg: Any) -> None:
     for ring in pg.counts.values():
         ring.free()
     pg.counts.clear()
+    for entry in pg.kept.values():
+        for req in entry[1]:
+            req.Free()
+    pg.kept.clear()
     if pg.direct is not None:
         pg.direct.Free()
         pg.direct = None

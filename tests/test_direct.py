@@ -186,3 +186,71 @@ def test_a_first_async_call_does_not_wait_for_its_peers(rank, size):
         dist.all_to_all_single(y, x, group=g)
     np.testing.assert_array_equal(y, [rank + 10.0 * j for j in range(size)])
     dist.destroy_process_group(g)
+
+
+def _even(rank, size, rows, k):
+    """What rank ``rank`` receives in an even exchange of ``rows`` rows per peer whose
+    input on rank j is ``arange(rows * size) + 100 * j + 1000 * k``."""
+    return np.concatenate([np.arange(rows * rank, rows * (rank + 1)) + 100.0 * j + 1000 * k
+                           for j in range(size)])
+
+
+@MULTI
+def test_kept_messages_follow_the_memory(rank, size):
+    # a repeated blocking exchange starts persistent messages kept for its two arrays'
+    # addresses: each pair of arrays has its own, arrays made anew (where freed memory
+    # comes back) use what was made for their addresses, roles swapped are apart, and
+    # the group keeps at most KEPT, freed with it
+    g = dist.new_group(list(range(size)))
+    rows, n = 3, 3 * size
+
+    def exchange(x, y, k):
+        x[:] = np.arange(n) + 100 * rank + 1000 * k
+        y[:] = -1.0
+        dist.all_to_all_single(y, x, group=g)
+        np.testing.assert_array_equal(y, _even(rank, size, rows, k))
+    pairs = [(np.empty(n), np.empty(n)) for _ in range(_direct.KEPT + 4)]
+    buf = np.empty(2 * n)
+    pairs += [(buf[:n], buf[n:]), (buf[n:], buf[:n])]
+    for k in range(3):
+        for x, y in pairs:
+            exchange(x, y, k)
+    assert 0 < len(g.kept) <= _direct.KEPT
+    for k in range(40):
+        exchange(np.empty(n), np.empty(n), k)
+    kept = [r for entry in g.kept.values() for r in entry[1]]
+    assert kept and all(kept)  # (none freed while kept)
+    dist.destroy_process_group(g)
+    assert not g.kept and not any(kept)
+
+
+@MULTI
+@pytest.mark.parametrize("more", [True, False])
+def test_a_mismatch_on_kept_messages_is_reported(rank, size, group, more):
+    # rank 0 repeats an exchange (its messages kept and restarted); then rank 1 sends it
+    # one row more (MPI cuts the message short) or one fewer: rank 0 raises, naming both
+    # counts, and the calls after it are right
+    rows, split = 2, [2] * size
+    x = np.arange(rows * size, dtype=np.float64) + 100 * rank
+    y = np.full(rows * size, -1.0)
+    for _ in range(3):
+        dist.all_to_all_single(y, x, split, split, group=group)
+    if rank == 1:
+        send = [rows + (1 if more else -1)] + split[1:]
+        z = np.full(rows * size, -1.0)
+        dist.all_to_all_single(z, np.arange(sum(send), dtype=np.float64), split, send,
+                               group=group)
+    elif rank == 0:
+        sent = rows + (1 if more else -1)
+        with pytest.raises(SizeMismatch, match=r"all_to_all_single: the ranks disagree on "
+                           f"sizes: rank 1 sends {sent} element{'s' * (sent != 1)} to rank 0, whose "
+                           f"output holds {rows} for it"):
+            dist.all_to_all_single(y, x, split, split, group=group)
+    else:
+        dist.all_to_all_single(y, x, split, split, group=group)
+    assert all(r for entry in group.kept.values() for r in entry[1])
+    for k in range(3):
+        x[:] = np.arange(rows * size) + 100 * rank + 1000 * k
+        y[:] = -1.0
+        dist.all_to_all_single(y, x, split, split, group=group)
+        np.testing.assert_array_equal(y, _even(rank, size, rows, k))

@@ -26,9 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._mpi import MPI
 from .._process_group import direct_ranks
 from .._work import Work
-from ._messages import Direct, issue
+from ._messages import Direct, free, issue
 from ._own_block import flat_copy, own_block_copy
 from ._pack import displs
 from ._sizes import Sizes, exchange
@@ -38,6 +39,12 @@ __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "p
 
 
 MAX_RANKS = direct_ranks()
+# persistent messages kept per group, in use order (:func:`exchanged`): a training loop
+# exchanges between a few tensors over and over
+KEPT = 16
+_buffer = MPI.buffer
+_fromaddress = MPI.buffer.fromaddress
+_Status = MPI.Status
 
 
 def chosen(pg: Any) -> bool:
@@ -113,8 +120,27 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
     else:  # (a slice of each, flat: half the cost of own_blocks and np.copyto)
         copy = (r if r.ndim == 1 else r.reshape(-1), own[1],
                 (s if s.ndim == 1 else s.reshape(-1))[own[0]])
-    issue(op, group, d, ((s, (c[0], sd), dt), (r, (c[1], rd), dt)), (s, sd, r, rd, dt), copy,
-          depth=6)
+    args = ((s, (c[0], sd), dt), (r, (c[1], rd), dt))
+    if d.big:
+        issue(op, group, d, args, (s, sd, r, rd, dt), copy, depth=6)
+        return
+    # the messages as persistent requests, kept by the group for this entry and these
+    # two memory addresses (whatever array lies there now: the entry fixes its size
+    # and layout), taken out while in use and put back once complete
+    kept = group.kept
+    sa, ra = _buffer(s).address, _buffer(r).address
+    key = (id(hit), sa, ra)
+    entry = kept.pop(key, None)
+    if entry is None or entry[0] is not hit:  # (an id reused: that entry is gone)
+        if entry is not None:
+            free(entry[1])
+        reqs = d.prepare(group.direct, (_fromaddress(sa, s.nbytes, True), sd,
+                                        _fromaddress(ra, r.nbytes), rd, dt))
+        entry = (hit, reqs, [_Status() for _ in reqs])
+    issue(op, group, d, args, (s, sd, r, rd, dt), copy, depth=6, started=entry[1:])
+    kept[key] = entry
+    if len(kept) > KEPT:
+        free(kept.pop(next(iter(kept)))[1])
 
 
 def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any, args: tuple,

@@ -25,6 +25,8 @@ from ._sizes import Sizes
 _ANY = MPI.ANY_TAG
 _Status = MPI.Status
 _testall = MPI.Request.Testall
+_startall = MPI.Prequest.Startall
+_PENDING = MPI.ERR_PENDING
 
 
 class Direct:
@@ -63,6 +65,16 @@ class Direct:
         reqs = [irecv([rbuf, (c, rd[j]), dt], j, _ANY) for j, c, _ in self.recvs]
         for j, c, tag in self.sends:
             reqs.append(isend([sbuf, (c, sd[j]), dt], j, tag))
+        return reqs
+
+    def prepare(self, comm: Any, bufs: tuple) -> list[Any]:
+        """:meth:`post`'s messages as persistent requests, not started (Recv_init,
+        Send_init; not where :attr:`big`)."""
+        sbuf, sd, rbuf, rd, dt = bufs
+        rinit, sinit = comm.Recv_init, comm.Send_init
+        reqs = [rinit([rbuf, (c, rd[j]), dt], j, _ANY) for j, c, _ in self.recvs]
+        for j, c, tag in self.sends:
+            reqs.append(sinit([sbuf, (c, sd[j]), dt], j, tag))
         return reqs
 
     def _post_big(self, comm: Any, sbuf: Any, sd: Any, rbuf: Any, rd: Any,
@@ -115,16 +127,20 @@ def _spec(buf: Any, c: int, d: int, dt: Any, made: list[Any]) -> list[Any]:
     return [MPI.buffer.fromaddress(MPI.buffer(buf).address + d * ext, c * ext), 1, t]
 
 
-def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: tuple | None,
-          finalize: Callable[[], Any] | None = None, async_op: bool = False,
-          outputs: list[Any] | None = None, keep: Any = None,
-          sig: Callable[[], dict[str, Any]] | None = None, depth: int = 3) -> Work | None:
+def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
+          copy: tuple | None, finalize: Callable[[], Any] | None = None,
+          async_op: bool = False, outputs: list[Any] | None = None, keep: Any = None,
+          sig: Callable[[], dict[str, Any]] | None = None, depth: int = 3,
+          started: tuple[list[Any], list[Any]] | None = None) -> Work | None:
     """:func:`._call.issue` of a direct call: post ``direct``'s messages over ``bufs``
     (:meth:`Direct.post`; ``args``: the MPI collective's arguments it stands for, for
     the flight recorder and errors), copy this rank's own block (``copy`` =
     (destination, index, source): ``destination[index] = source``; or None), then wait
     (or return the Work) and compare the counts the peers sent before ``finalize``.
-    ``depth``: frames up to the user's, for the flight recorder (:func:`._call.quick`'s)."""
+    ``depth``: frames up to the user's, for the flight recorder (:func:`._call.quick`'s).
+    ``started``: (persistent requests of these messages, their statuses), started
+    instead of posting (a blocking call's, :func:`._direct.exchanged`); freed here
+    wherever they cannot be started again (a mismatch, an MPI error, an interrupt)."""
     seq = group.seq = group.seq + 1
     if _departed.left:
         _departed.check(op, group, seq)
@@ -132,11 +148,17 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: t
         verify(op, group, sig())
     rec = issued(op, group, seq, args, depth=depth)
     try:
-        reqs = direct.post(group.direct, bufs)
+        if started is None:
+            reqs = direct.post(group.direct, bufs)
+            sts = [_Status() for _ in reqs]
+        else:
+            reqs, sts = started
+            _startall(reqs)
     except MPI.Exception as e:
         done(rec, False)
+        if started is not None:
+            free(reqs)
         raise mpi_error(op, e, args) from e
-    sts = [_Status() for _ in reqs]
     if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
         copy[0][copy[1]] = copy[2]
     me, dt = group._rank, bufs[4]
@@ -151,15 +173,26 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: t
             wait_requests(reqs, op, group, seq, args, statuses=sts)
     except MPI.Exception as e:
         done(rec, False)
-        _explain(direct, reqs, sts, me, dt, op, group, seq, args)
+        try:
+            _explain(direct, reqs, sts, me, dt, op, group, seq, args, started is not None)
+        finally:
+            if started is not None:
+                free(reqs)
         raise mpi_error(op, e, args) from e
     except BaseException:
         # interrupted between Tests: the messages, and what follows them, become a
         # pending Work, as if the call had been made with async_op=True
-        if any(reqs):
-            Work(op, reqs, partial(_compared, direct, sts, me, dt, finalize),
+        if started is not None and all(r.Get_status() for r in reqs):
+            # (persistent requests are never null: complete, waited for or not, they
+            # leave nothing pending)
+            done(rec)
+            free(reqs)
+        elif any(reqs):
+            fin = finalize if started is None else partial(_freed_after, reqs, finalize)
+            Work(op, reqs, partial(_compared, direct, sts, me, dt, fin),
                  keep=(args, keep), outputs=outputs, group=group, seq=seq,
-                 explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, args),
+                 explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, args,
+                                 started is not None),
                  rec=rec, statuses=sts)
         else:  # (all completed as the wait returned)
             done(rec)
@@ -168,11 +201,27 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple, copy: t
         direct.check(sts, me, dt)
     except BaseException:
         done(rec, False)
+        if started is not None:
+            free(reqs)
         raise
     done(rec)
     if finalize is not None:
         finalize()
     return None
+
+
+def free(reqs: list[Any]) -> None:
+    """Free persistent requests (inactive, or left to complete: MPI_Request_free)."""
+    for r in reqs:
+        if r:
+            r.Free()
+
+
+def _freed_after(reqs: list[Any], finalize: Callable[[], Any] | None) -> None:
+    """A pending Work's completion of persistent requests: free them, then ``finalize``."""
+    free(reqs)
+    if finalize is not None:
+        finalize()
 
 
 def _compared(direct: Direct, sts: list[Any], me: int, dt: Any,
@@ -184,11 +233,13 @@ def _compared(direct: Direct, sts: list[Any], me: int, dt: Any,
 
 
 def _explain(direct: Direct, reqs: list[Any], sts: list[Any], me: int, dt: Any, op: str,
-             group: Any, seq: int, args: tuple) -> None:
+             group: Any, seq: int, args: tuple, persistent: bool = False) -> None:
     """An MPI error (a message cut short): what the tags say. The requests MPI had not
     completed when it reported the error (MPI_ERR_PENDING) complete first: the peers
-    posted theirs."""
-    left = [k for k, r in enumerate(reqs) if r]
+    posted theirs. (A completed persistent request is inactive, not null: its status
+    says whether it is pending.)"""
+    left = [k for k, r in enumerate(reqs)
+            if r and (not persistent or sts[k].Get_error() == _PENDING)]
     try:
         if left:
             wait_requests([reqs[k] for k in left], op, group, seq, args,
