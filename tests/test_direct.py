@@ -254,3 +254,26 @@ def test_a_mismatch_on_kept_messages_is_reported(rank, size, group, more):
         y[:] = -1.0
         dist.all_to_all_single(y, x, split, split, group=group)
         np.testing.assert_array_equal(y, _even(rank, size, rows, k))
+
+
+@MULTI
+def test_kept_messages_of_lists_follow_their_tensors(rank, size, group):
+    # all_to_all of separate tensors, repeated: the same lists, their tensors in another
+    # order (the same memory, other displacements), and lists made anew
+    rows = 2
+
+    def exchange(outs, ins, k):
+        for j, t in enumerate(ins):
+            t[:] = np.arange(rows) + 100 * rank + 10 * j + 1000 * k
+        for t in outs:
+            t[:] = -1.0
+        dist.all_to_all(outs, ins, group=group)
+        _same(outs, [np.arange(rows) + 100.0 * j + 10 * rank + 1000 * k for j in range(size)])
+    ins = [np.empty(rows) for _ in range(size)]
+    outs = [np.empty(rows) for _ in range(size)]
+    for k in range(3):
+        exchange(outs, ins, k)
+        exchange(outs[::-1], ins[::-1], k)
+        exchange(outs[1:] + outs[:1], ins, k)
+        exchange([np.empty(rows) for _ in range(size)], [np.empty(rows) for _ in range(size)], k)
+    assert group.kept and all(r for entry in group.kept.values() for r in entry[1])

@@ -35,7 +35,7 @@ from ._pack import displs
 from ._sizes import Sizes, exchange
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
-           "rooted", "rooted_plan", "single"]
+           "rooted", "rooted_plan", "single", "started"]
 
 
 MAX_RANKS = direct_ranks()
@@ -121,23 +121,32 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
         copy = (r if r.ndim == 1 else r.reshape(-1), own[1],
                 (s if s.ndim == 1 else s.reshape(-1))[own[0]])
     args = ((s, (c[0], sd), dt), (r, (c[1], rd), dt))
-    if d.big:
-        issue(op, group, d, args, (s, sd, r, rd, dt), copy, depth=6)
-        return
-    # the messages as persistent requests, kept by the group for this entry and these
-    # two memory addresses (whatever array lies there now: the entry fixes its size
-    # and layout), taken out while in use and put back once complete
-    kept = group.kept
+    bufs = (s, sd, r, rd, dt)
     sa, ra = _buffer(s).address, _buffer(r).address
-    key = (id(hit), sa, ra)
+    started(op, group, d, args, bufs, copy, depth=7, hit=hit, key=(id(hit), sa, ra),
+            spans=(_fromaddress(sa, s.nbytes, True), sd, _fromaddress(ra, r.nbytes), rd, dt))
+
+
+def started(op: str, group: Any, d: Direct, args: tuple, bufs: tuple, copy: tuple | None,
+            keep: Any = None, depth: int = 4, *, hit: tuple, key: tuple,
+            spans: tuple | None = None) -> None:
+    """A blocking direct call of a quick entry ``hit`` (:func:`issue`'s arguments), its
+    messages as persistent requests that the group keeps by ``key`` (the entry and where
+    the memory lies: whatever array lies there now, the entry fixes its size and layout),
+    in use order; taken out while in use, put back once complete. ``spans``: ``bufs``
+    with buffers that own nothing (made only where the group has none kept for ``key``;
+    None: ``bufs`` own nothing). Where :attr:`Direct.big`, posted as usual."""
+    if d.big:
+        issue(op, group, d, args, bufs, copy, keep=keep, depth=depth)
+        return
+    kept = group.kept
     entry = kept.pop(key, None)
     if entry is None or entry[0] is not hit:  # (an id reused: that entry is gone)
         if entry is not None:
             free(entry[1])
-        reqs = d.prepare(group.direct, (_fromaddress(sa, s.nbytes, True), sd,
-                                        _fromaddress(ra, r.nbytes), rd, dt))
+        reqs = d.prepare(group.direct, bufs if spans is None else spans)
         entry = (hit, reqs, [_Status() for _ in reqs])
-    issue(op, group, d, args, (s, sd, r, rd, dt), copy, depth=6, started=entry[1:])
+    issue(op, group, d, args, bufs, copy, keep=keep, depth=depth, started=entry[1:])
     kept[key] = entry
     if len(kept) > KEPT:
         free(kept.pop(next(iter(kept)))[1])

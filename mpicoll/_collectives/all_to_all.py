@@ -173,13 +173,16 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
             if hit is not None and (shi <= rlo or rhi <= slo or lists_apart(outl, inl)):
                 method, sc, rc, dt, own, sizes = hit
                 if method == "direct":  # (sc: the displacements of adjacent lists)
-                    me, c = pg._rank, sizes.counts
+                    me, d = pg._rank, sizes
                     sd, rd = sc if sadj and radj else (displs(inl), displs(outl))
-                    _direct.issue(name, pg, sizes, ([sbuf, (c[0], sd), dt],
-                                                    [rbuf, (c[1], rd), dt]),
-                                  (sbuf, sd, rbuf, rd, dt),
-                                  _own_tensors(routs[me], sins[me]) if c[0][me] else None,
-                                  keep=(output_tensor_list, input_tensor_list))
+                    # (sbuf, rbuf: address ranges that own nothing, as persistent
+                    # messages need; lists kept alive by the Work an interrupt leaves)
+                    _direct.started(
+                        name, pg, d, ([sbuf, (d.counts[0], sd), dt], [rbuf, (d.counts[1], rd), dt]),
+                        (sbuf, sd, rbuf, rd, dt),
+                        _own_tensors(routs[me], sins[me]) if d.counts[0][me] else None,
+                        keep=(output_tensor_list, input_tensor_list), hit=hit,
+                        key=(id(hit), slo, rlo) if sadj and radj else (id(hit), slo, rlo, *sd, *rd))
                     return None
                 if sadj and radj:
                     args = ([sbuf, sc, dt], [rbuf, rc, dt])
