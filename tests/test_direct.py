@@ -277,3 +277,46 @@ def test_kept_messages_of_lists_follow_their_tensors(rank, size, group):
         exchange(outs[1:] + outs[:1], ins, k)
         exchange([np.empty(rows) for _ in range(size)], [np.empty(rows) for _ in range(size)], k)
     assert group.kept and all(r for entry in group.kept.values() for r in entry[1])
+
+
+@MULTI
+def test_kept_messages_of_gathers_and_scatters(rank, size, group):
+    # repeated gathers and scatters (roots in turn): on every rank the same tensors, ones
+    # made anew, and on the root its list reordered; then a rank sends the root more than
+    # its slot holds, on messages kept from the calls before: the root raises, and the
+    # calls after it are right
+    rows = 3
+    mine, got = np.empty(rows), np.empty(rows)
+    slots = [np.empty(rows) for _ in range(size)]
+    for k in range(4 * size):
+        root = k % size
+        for remade in (False, True):
+            if remade:
+                mine, got = np.empty(rows), np.empty(rows)
+                slots = [np.empty(rows) for _ in range(size)]
+            order = slots if k % 3 else slots[::-1]
+            mine[:] = 100 * rank + k
+            for t in order:
+                t[:] = -1.0
+            dist.gather(mine, order if rank == root else None, group_dst=root, group=group)
+            if rank == root:
+                _same(order, [np.full(rows, 100.0 * j + k) for j in range(size)])
+            for j, t in enumerate(order):
+                t[:] = 10 * j + k
+            got[:] = -1.0
+            dist.scatter(got, order if rank == root else None, group_src=root, group=group)
+            np.testing.assert_array_equal(got, np.full(rows, 10.0 * rank + k))
+    longer = np.ones(rows + 1)
+    if rank == 0:
+        with pytest.raises(SizeMismatch, match=r"gather: the ranks disagree on sizes: rank 1 "
+                           rf"sends {rows + 1} elements, and gather_list\[1\] on the root "
+                           rf"\(rank 0\) holds {rows}"):
+            dist.gather(mine, slots, group_dst=0, group=group)
+    else:
+        dist.gather(longer if rank == 1 else mine, None, group_dst=0, group=group)
+    assert all(r for entry in group.kept.values() for r in entry[1])
+    for k in range(2):
+        mine[:] = rank + k
+        dist.gather(mine, slots if rank == 0 else None, group_dst=0, group=group)
+        if rank == 0:
+            _same(slots, [np.full(rows, j + k, np.float64) for j in range(size)])

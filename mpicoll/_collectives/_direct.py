@@ -128,11 +128,13 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
 
 
 def started(op: str, group: Any, d: Direct, args: tuple, bufs: tuple, copy: tuple | None,
-            keep: Any = None, depth: int = 4, *, hit: tuple, key: tuple,
+            keep: Any = None, depth: int = 4, *, hit: Any, key: tuple,
             spans: tuple | None = None) -> None:
-    """A blocking direct call of a quick entry ``hit`` (:func:`issue`'s arguments), its
-    messages as persistent requests that the group keeps by ``key`` (the entry and where
-    the memory lies: whatever array lies there now, the entry fixes its size and layout),
+    """A blocking direct call of a quick entry ``hit`` (:func:`issue`'s arguments; a
+    gather's or scatter's: its :class:`Direct`), its messages as persistent requests that
+    the group keeps by ``key`` (``id(hit)``, with what else fixes the messages' datatype,
+    and where the memory lies: whatever array lies there now, the entry fixes its size
+    and layout),
     in use order; taken out while in use, put back once complete. ``spans``: ``bufs``
     with buffers that own nothing (made only where the group has none kept for ``key``;
     None: ``bufs`` own nothing). Where :attr:`Direct.big`, posted as usual."""
@@ -157,11 +159,13 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any, args
            counts: list[int] | None = None, slot: Any = None,
            finalize: Callable[[], Any] | None = None, async_op: bool = False,
            outputs: list[Any] | None = None, keep: Any = None,
-           sig: Callable[[], dict[str, Any]] | None = None, depth: int = 4) -> Work | None:
+           sig: Callable[[], dict[str, Any]] | None = None, depth: int = 4,
+           kept: bool = False) -> Work | None:
     """A gather (``gathering``) or scatter as direct messages (``args``: its Gatherv's or
     Scatterv's): ``arr``, this rank's tensor's array (sent by a gather, written by a
-    scatter); on the root, ``area``, the list's memory, with each rank's ``displs`` and
-    ``counts`` there, and ``slot``, the root's own entry (numpy), copied locally."""
+    scatter); on the root, ``area``, the list's memory (owning none), with each rank's
+    ``displs`` and ``counts`` there, and ``slot``, the root's own entry (numpy), copied
+    locally. ``kept``: a blocking call of the quick path, its messages kept (:func:`started`)."""
     d = rooted_plan(pg, root, gathering, arr.size, counts, sizes)
     if area is None:
         bufs = (arr, d.zeros, None, None, dt) if gathering else (None, None, arr, d.zeros, dt)
@@ -170,7 +174,18 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any, args
         bufs = (None, None, area, displs, dt) if gathering else (area, displs, None, None, dt)
         copy = None if not arr.size else flat_copy(slot, arr) if gathering else \
             flat_copy(arr, slot)
-    return issue(op, pg, d, args, bufs, copy, finalize, async_op, outputs, keep, sig, depth)
+    if not kept:
+        return issue(op, pg, d, args, bufs, copy, finalize, async_op, outputs, keep, sig, depth)
+    if area is None:  # (d: this rank's counts; the dtype: the datatype's, which d is not)
+        at = _buffer(arr).address
+        span = _fromaddress(at, arr.nbytes, gathering)
+        started(op, pg, d, args, bufs, copy, keep, depth + 1, hit=d,
+                key=(id(d), arr.dtype, at), spans=(span, d.zeros, None, None, dt)
+                if gathering else (None, None, span, d.zeros, dt))
+    else:
+        started(op, pg, d, args, bufs, copy, keep, depth + 1, hit=d,
+                key=(id(d), arr.dtype, _buffer(area).address, *displs))
+    return None
 
 
 def describe() -> str:

@@ -48,11 +48,12 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
     args = (mine, theirs, root) if gathering else (theirs, mine, root)
     if _direct.chosen(pg):  # (the user's frame: 5 up from the recorder's)
         if theirs is None:
-            _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, depth=5)
+            _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, depth=5,
+                           kept=True)
         else:
             _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, q[0],
                            hit[0][1] if q[7] else displs(q), q[4], q[6][root],
-                           keep=tensors, depth=5)  # (kept: q[0] owns no memory)
+                           keep=tensors, depth=5, kept=True)  # (q[0] owns no memory)
         return True
     if gathering:
         quick(name, pg, "Igatherv", args, sizes)
