@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numpy import ndarray as _ndarray
+
 from .._mpi import MPI
 from .._process_group import direct_ranks
 from .._work import Work
@@ -122,22 +124,20 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
                 (s if s.ndim == 1 else s.reshape(-1))[own[0]])
     args = ((s, (c[0], sd), dt), (r, (c[1], rd), dt))
     bufs = (s, sd, r, rd, dt)
-    sa, ra = _buffer(s).address, _buffer(r).address
-    started(op, group, d, args, bufs, copy, depth=7, hit=hit, key=(id(hit), sa, ra),
-            spans=(_fromaddress(sa, s.nbytes, True), sd, _fromaddress(ra, r.nbytes), rd, dt))
+    started(op, group, d, args, bufs, copy, depth=7, hit=hit,
+            key=(id(hit), _buffer(s).address, _buffer(r).address))
 
 
 def started(op: str, group: Any, d: Direct, args: tuple, bufs: tuple, copy: tuple | None,
-            keep: Any = None, depth: int = 4, *, hit: Any, key: tuple,
-            spans: tuple | None = None) -> None:
+            keep: Any = None, depth: int = 4, *, hit: Any, key: tuple) -> None:
     """A blocking direct call of a quick entry ``hit`` (:func:`issue`'s arguments; a
     gather's or scatter's: its :class:`Direct`), its messages as persistent requests that
     the group keeps by ``key`` (``id(hit)``, with what else fixes the messages' datatype,
     and where the memory lies: whatever array lies there now, the entry fixes its size
     and layout),
-    in use order; taken out while in use, put back once complete. ``spans``: ``bufs``
-    with buffers that own nothing (made only where the group has none kept for ``key``;
-    None: ``bufs`` own nothing). Where :attr:`Direct.big`, posted as usual."""
+    in use order; taken out while in use, put back once complete: their buffers are the
+    memory's address ranges, which own nothing. Where :attr:`Direct.big`, posted as
+    usual."""
     if d.big:
         issue(op, group, d, args, bufs, copy, keep=keep, depth=depth)
         return
@@ -146,12 +146,20 @@ def started(op: str, group: Any, d: Direct, args: tuple, bufs: tuple, copy: tupl
     if entry is None or entry[0] is not hit:  # (an id reused: that entry is gone)
         if entry is not None:
             free(entry[1])
-        reqs = d.prepare(group.direct, bufs if spans is None else spans)
+        sbuf, sd, rbuf, rd, dt = bufs
+        reqs = d.prepare(group.direct, (_span(sbuf, True), sd, _span(rbuf, False), rd, dt))
         entry = (hit, reqs, [_Status() for _ in reqs])
     issue(op, group, d, args, bufs, copy, keep=keep, depth=depth, started=entry[1:])
     kept[key] = entry
     if len(kept) > KEPT:
         free(kept.pop(next(iter(kept)))[1])
+
+
+def _span(buf: Any, readonly: bool) -> Any:
+    """``buf`` (an array, a buffer, or None) as its memory's address range, owning none."""
+    if type(buf) is not _ndarray:
+        return buf
+    return _fromaddress(_buffer(buf).address, buf.nbytes, readonly)
 
 
 def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any, args: tuple,
@@ -177,11 +185,8 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any, args
     if not kept:
         return issue(op, pg, d, args, bufs, copy, finalize, async_op, outputs, keep, sig, depth)
     if area is None:  # (d: this rank's counts; the dtype: the datatype's, which d is not)
-        at = _buffer(arr).address
-        span = _fromaddress(at, arr.nbytes, gathering)
         started(op, pg, d, args, bufs, copy, keep, depth + 1, hit=d,
-                key=(id(d), arr.dtype, at), spans=(span, d.zeros, None, None, dt)
-                if gathering else (None, None, span, d.zeros, dt))
+                key=(id(d), arr.dtype, _buffer(arr).address))
     else:
         started(op, pg, d, args, bufs, copy, keep, depth + 1, hit=d,
                 key=(id(d), arr.dtype, _buffer(area).address, *displs))
