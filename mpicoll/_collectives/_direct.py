@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numpy import frombuffer as _frombuffer
 from numpy import ndarray as _ndarray
 
 from .._mpi import MPI
@@ -114,18 +115,29 @@ def single(pg: Any, src: Any, dst: Any, sarr: Any, rarr: Any, scounts: list[int]
 
 def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
     """:func:`._call.exchanged` of an entry :func:`single` stored, from array ``s`` to
-    array ``r`` (the user's frame: 6 up from the recorder's)."""
+    array ``r`` (the user's frame: 6 up from the recorder's): its messages kept by the
+    group (:func:`started`), with the copy of this rank's own block made once for them."""
     _, (sd, rd), _, dt, _, own, d = hit
     c = d.counts
-    if own is None:
-        copy = None
-    else:  # (a slice of each, flat: half the cost of own_blocks and np.copyto)
-        copy = (r if r.ndim == 1 else r.reshape(-1), own[1],
-                (s if s.ndim == 1 else s.reshape(-1))[own[0]])
     args = ((s, (c[0], sd), dt), (r, (c[1], rd), dt))
-    bufs = (s, sd, r, rd, dt)
-    started(op, group, d, args, bufs, copy, depth=7, hit=hit,
-            key=(id(hit), _buffer(s).address, _buffer(r).address))
+    if d.big:
+        issue(op, group, d, args, (s, sd, r, rd, dt), None if own is None else (
+            r.reshape(-1), own[1], s.reshape(-1)[own[0]]), depth=6)
+        return
+    sa, ra = _buffer(s).address, _buffer(r).address
+    key = (id(hit), sa, ra)
+    entry = group.kept.pop(key, None)
+    if entry is None or entry[0] is not hit:  # (an id reused: that entry is gone)
+        if entry is not None:
+            free(entry[1])
+        spans = (_fromaddress(sa, s.nbytes, True), sd, _fromaddress(ra, r.nbytes), rd, dt)
+        reqs = d.prepare(group.direct, spans)
+        # this rank's own block, flat, over the same address ranges (owning nothing)
+        entry = (hit, reqs, [_Status() for _ in reqs], None if own is None else (
+            _frombuffer(spans[2], s.dtype)[own[1]], Ellipsis,
+            _frombuffer(spans[0], s.dtype)[own[0]]), spans)
+    issue(op, group, d, args, entry[4], entry[3], keep=(s, r), depth=6, started=entry)
+    _put_back(group.kept, key, entry)
 
 
 def started(op: str, group: Any, d: Direct, args: tuple, bufs: tuple, copy: tuple | None,
@@ -134,22 +146,26 @@ def started(op: str, group: Any, d: Direct, args: tuple, bufs: tuple, copy: tupl
     gather's or scatter's: its :class:`Direct`), its messages as persistent requests that
     the group keeps by ``key`` (``id(hit)``, with what else fixes the messages' datatype,
     and where the memory lies: whatever array lies there now, the entry fixes its size
-    and layout),
-    in use order; taken out while in use, put back once complete: their buffers are the
-    memory's address ranges, which own nothing. Where :attr:`Direct.big`, posted as
-    usual."""
+    and layout), in use order; taken out while in use, put back once complete: their
+    buffers are the memory's address ranges, which own nothing. Where
+    :attr:`Direct.big`, posted as usual."""
     if d.big:
         issue(op, group, d, args, bufs, copy, keep=keep, depth=depth)
         return
-    kept = group.kept
-    entry = kept.pop(key, None)
+    entry = group.kept.pop(key, None)
     if entry is None or entry[0] is not hit:  # (an id reused: that entry is gone)
         if entry is not None:
             free(entry[1])
         sbuf, sd, rbuf, rd, dt = bufs
         reqs = d.prepare(group.direct, (_span(sbuf, True), sd, _span(rbuf, False), rd, dt))
         entry = (hit, reqs, [_Status() for _ in reqs])
-    issue(op, group, d, args, bufs, copy, keep=keep, depth=depth, started=entry[1:])
+    issue(op, group, d, args, bufs, copy, keep=keep, depth=depth, started=entry)
+    _put_back(group.kept, key, entry)
+
+
+def _put_back(kept: dict[tuple, Any], key: tuple, entry: tuple) -> None:
+    """Keep ``entry`` (its requests complete) as the group's newest; free the oldest
+    beyond :data:`KEPT`."""
     kept[key] = entry
     if len(kept) > KEPT:
         free(kept.pop(next(iter(kept)))[1])

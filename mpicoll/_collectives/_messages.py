@@ -131,15 +131,16 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
           copy: tuple | None, finalize: Callable[[], Any] | None = None,
           async_op: bool = False, outputs: list[Any] | None = None, keep: Any = None,
           sig: Callable[[], dict[str, Any]] | None = None, depth: int = 3,
-          started: tuple[list[Any], list[Any]] | None = None) -> Work | None:
+          started: tuple | None = None) -> Work | None:
     """:func:`._call.issue` of a direct call: post ``direct``'s messages over ``bufs``
     (:meth:`Direct.post`; ``args``: the MPI collective's arguments it stands for, for
     the flight recorder and errors), copy this rank's own block (``copy`` =
     (destination, index, source): ``destination[index] = source``; or None), then wait
     (or return the Work) and compare the counts the peers sent before ``finalize``.
     ``depth``: frames up to the user's, for the flight recorder (:func:`._call.quick`'s).
-    ``started``: (persistent requests of these messages, their statuses), started
-    instead of posting (a blocking call's, :func:`._direct.exchanged`); freed here
+    ``started``: a kept entry (its key's part, the persistent requests of these
+    messages, their statuses, ...: :func:`._direct.started`), its requests started
+    instead of posting (a blocking call's); freed here
     wherever they cannot be started again (a mismatch, an MPI error, an interrupt)."""
     seq = group.seq = group.seq + 1
     if _departed.left:
@@ -152,7 +153,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
             reqs = direct.post(group.direct, bufs)
             sts = [_Status() for _ in reqs]
         else:
-            reqs, sts = started
+            reqs, sts = started[1], started[2]
             _startall(reqs)
     except MPI.Exception as e:
         done(rec, False)
