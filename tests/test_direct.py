@@ -306,6 +306,16 @@ def test_kept_messages_of_gathers_and_scatters(rank, size, group):
             got[:] = -1.0
             dist.scatter(got, order if rank == root else None, group_src=root, group=group)
             np.testing.assert_array_equal(got, np.full(rows, 10.0 * rank + k))
+    # views of one buffer, of other sizes at the same address (each size's own messages)
+    base = np.empty(rows + 1)
+    for k in range(6):
+        m = rows + k % 2
+        part = base[:m]
+        part[:] = 7 * rank + k
+        parts = [np.full(m, -1.0) for _ in range(size)] if rank == 0 else None
+        dist.gather(part, parts, group_dst=0, group=group)
+        if rank == 0:
+            _same(parts, [np.full(m, 7.0 * j + k) for j in range(size)])
     longer = np.ones(rows + 1)
     if rank == 0:
         with pytest.raises(SizeMismatch, match=r"gather: the ranks disagree on sizes: rank 1 "

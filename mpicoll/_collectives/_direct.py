@@ -36,6 +36,7 @@ from ._messages import Direct, free, issue
 from ._own_block import flat_copy, own_block_copy
 from ._pack import displs
 from ._sizes import Sizes, exchange
+from ._sizes import rooted as rooted_sizes
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
            "rooted", "rooted_plan", "single", "started"]
@@ -126,10 +127,8 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
         return
     sa, ra = _buffer(s).address, _buffer(r).address
     key = (id(hit), sa, ra)
-    entry = group.kept.pop(key, None)
-    if entry is None or entry[0] is not hit:  # (an id reused: that entry is gone)
-        if entry is not None:
-            free(entry[1])
+    entry = _taken(group.kept, key, hit)
+    if entry is None:
         spans = (_fromaddress(sa, s.nbytes, True), sd, _fromaddress(ra, r.nbytes), rd, dt)
         reqs = d.prepare(group.direct, spans)
         # this rank's own block, flat, over the same address ranges (owning nothing)
@@ -152,15 +151,23 @@ def started(op: str, group: Any, d: Direct, args: tuple, bufs: tuple, copy: tupl
     if d.big:
         issue(op, group, d, args, bufs, copy, keep=keep, depth=depth)
         return
-    entry = group.kept.pop(key, None)
-    if entry is None or entry[0] is not hit:  # (an id reused: that entry is gone)
-        if entry is not None:
-            free(entry[1])
+    entry = _taken(group.kept, key, hit)
+    if entry is None:
         sbuf, sd, rbuf, rd, dt = bufs
         reqs = d.prepare(group.direct, (_span(sbuf, True), sd, _span(rbuf, False), rd, dt))
         entry = (hit, reqs, [_Status() for _ in reqs])
     issue(op, group, d, args, bufs, copy, keep=keep, depth=depth, started=entry)
     _put_back(group.kept, key, entry)
+
+
+def _taken(kept: dict[tuple, Any], key: tuple, hit: Any) -> tuple | None:
+    """The group's entry for ``key``, taken out while in use; None where it has none (one
+    whose ``hit`` is another object is freed: an id reused, that entry is gone)."""
+    entry = kept.pop(key, None)
+    if entry is not None and entry[0] is not hit:
+        free(entry[1])
+        return None
+    return entry
 
 
 def _put_back(kept: dict[tuple, Any], key: tuple, entry: tuple) -> None:
@@ -184,29 +191,44 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any, args
            finalize: Callable[[], Any] | None = None, async_op: bool = False,
            outputs: list[Any] | None = None, keep: Any = None,
            sig: Callable[[], dict[str, Any]] | None = None, depth: int = 4,
-           kept: bool = False) -> Work | None:
+           kept: Any = None) -> Work | None:
     """A gather (``gathering``) or scatter as direct messages (``args``: its Gatherv's or
     Scatterv's): ``arr``, this rank's tensor's array (sent by a gather, written by a
     scatter); on the root, ``area``, the list's memory (owning none), with each rank's
     ``displs`` and ``counts`` there, and ``slot``, the root's own entry (numpy), copied
-    locally. ``kept``: a blocking call of the quick path, its messages kept (:func:`started`)."""
+    locally. ``kept``: a blocking call of the quick path, its messages kept by the group
+    (:func:`started`) under its table's entry (the root's list's, else the datatype;
+    ``sizes`` then made only where the group has none kept)."""
+    copy = None if area is None or not arr.size else flat_copy(slot, arr) if gathering \
+        else flat_copy(arr, slot)
+    if kept is not None:
+        key = (id(kept), gathering, root, arr.size, _buffer(arr).address) if area is None \
+            else (id(kept), _buffer(area).address, *displs)
+        entry = _taken(pg.kept, key, kept)
+        if entry is None:
+            d = rooted_plan(pg, root, gathering, arr.size, counts,
+                            rooted_sizes(op, pg, root, gathering, arr.size, counts))
+            if not d.big:
+                bufs = _rooted_bufs(d, gathering, _span(arr, gathering), dt, area, displs)
+                reqs = d.prepare(pg.direct, bufs)
+                entry = (kept, reqs, [_Status() for _ in reqs], d, bufs)
+        if entry is not None:
+            issue(op, pg, entry[3], args, entry[4], copy, keep=keep, depth=depth,
+                  started=entry)
+            _put_back(pg.kept, key, entry)
+            return None
+        sizes = rooted_sizes(op, pg, root, gathering, arr.size, counts)
     d = rooted_plan(pg, root, gathering, arr.size, counts, sizes)
+    return issue(op, pg, d, args, _rooted_bufs(d, gathering, arr, dt, area, displs), copy,
+                 finalize, async_op, outputs, keep, sig, depth)
+
+
+def _rooted_bufs(d: Direct, gathering: bool, arr: Any, dt: Any, area: Any,
+                 displs: list[int] | None) -> tuple:
+    """:meth:`Direct.post`'s buffers of a gather or scatter (:func:`rooted`'s)."""
     if area is None:
-        bufs = (arr, d.zeros, None, None, dt) if gathering else (None, None, arr, d.zeros, dt)
-        copy = None
-    else:
-        bufs = (None, None, area, displs, dt) if gathering else (area, displs, None, None, dt)
-        copy = None if not arr.size else flat_copy(slot, arr) if gathering else \
-            flat_copy(arr, slot)
-    if not kept:
-        return issue(op, pg, d, args, bufs, copy, finalize, async_op, outputs, keep, sig, depth)
-    if area is None:  # (d: this rank's counts; the dtype: the datatype's, which d is not)
-        started(op, pg, d, args, bufs, copy, keep, depth + 1, hit=d,
-                key=(id(d), arr.dtype, _buffer(arr).address))
-    else:
-        started(op, pg, d, args, bufs, copy, keep, depth + 1, hit=d,
-                key=(id(d), arr.dtype, _buffer(area).address, *displs))
-    return None
+        return (arr, d.zeros, None, None, dt) if gathering else (None, None, arr, d.zeros, dt)
+    return (None, None, area, displs, dt) if gathering else (area, displs, None, None, dt)
 
 
 def describe() -> str:

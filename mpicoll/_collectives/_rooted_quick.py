@@ -43,18 +43,18 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
         if hit is None or not apart(q, a):
             return False
         mine, theirs = (a, hit[1]), (q[0], *hit)
+    args = (mine, theirs, root) if gathering else (theirs, mine, root)
+    if _direct.chosen(pg):  # (the user's frame: 5 up from the recorder's; sizes made there)
+        if theirs is None:
+            _direct.rooted(name, pg, root, gathering, a, mine[1], args, None, depth=5,
+                           kept=mine[1])
+        else:
+            _direct.rooted(name, pg, root, gathering, a, mine[1], args, None, q[0],
+                           hit[0][1] if q[7] else displs(q), q[4], q[6][root],
+                           keep=tensors, depth=5, kept=hit)  # (q[0] owns no memory)
+        return True
     sizes = rooted_sizes(name, pg, root, gathering, a.size,
                          None if theirs is None else q[4])
-    args = (mine, theirs, root) if gathering else (theirs, mine, root)
-    if _direct.chosen(pg):  # (the user's frame: 5 up from the recorder's)
-        if theirs is None:
-            _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, depth=5,
-                           kept=True)
-        else:
-            _direct.rooted(name, pg, root, gathering, a, mine[1], args, sizes, q[0],
-                           hit[0][1] if q[7] else displs(q), q[4], q[6][root],
-                           keep=tensors, depth=5, kept=True)  # (q[0] owns no memory)
-        return True
     if gathering:
         quick(name, pg, "Igatherv", args, sizes)
     else:
