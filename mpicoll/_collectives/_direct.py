@@ -236,4 +236,5 @@ def describe() -> str:
     if MAX_RANKS < 2:
         return f"never (MPICOLL_DIRECT={MAX_RANKS}): MPI collectives, their counts beside them"
     return (f"all_to_all, gather and scatter on groups of 2 to {MAX_RANKS} "
-            "ranks: point-to-point messages, each with its count in its tag")
+            "ranks: point-to-point messages, each with its count in its tag; a repeated "
+            f"blocking call's kept as persistent ones (up to {KEPT} per group)")
