@@ -330,3 +330,24 @@ def test_kept_messages_of_gathers_and_scatters(rank, size, group):
         dist.gather(mine, slots if rank == 0 else None, group_dst=0, group=group)
         if rank == 0:
             _same(slots, [np.full(rows, j + k, np.float64) for j in range(size)])
+
+
+@pytest.mark.mpi(min_size=3)
+def test_equal_exchanges_on_groups_where_this_process_has_another_rank(rank, size):
+    # process 1 is rank 1 of the first group and rank 0 of the second: each group's
+    # repeated equal all_to_all_single sends to that group's peers (the quick entry of the
+    # first group is not the second's)
+    first, second = dist.new_group([0, 1]), dist.new_group([1, 2])
+    for k in range(4):
+        for g, members in ((first, [0, 1]), (second, [1, 2])):
+            if rank not in members:
+                continue
+            me = members.index(rank)
+            x = np.arange(4, dtype=np.float64) + 100 * me + 1000 * k
+            y = np.full(4, -1.0)
+            dist.all_to_all_single(y, x, group=g)
+            np.testing.assert_array_equal(
+                y, np.concatenate([np.arange(2 * me, 2 * me + 2) + 100.0 * j + 1000 * k
+                                   for j in range(2)]))
+    dist.destroy_process_group(first)
+    dist.destroy_process_group(second)

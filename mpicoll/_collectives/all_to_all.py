@@ -43,8 +43,9 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     if pg is None and (pg := resolve(group, name)) is None:
         return None
     # the common call, on shapes and split sizes an earlier call of the general path
-    # validated (extra: None for equal splits, else the split sizes; False: other forms)
-    extra = None if output_split_sizes is None and input_split_sizes is None else \
+    # validated (extra: this rank's place for equal splits (a direct call's messages
+    # depend on it), else with the split sizes; False: other forms)
+    extra = pg._rank if output_split_sizes is None and input_split_sizes is None else \
         _splits(pg, output_split_sizes, input_split_sizes)
     if not async_op and extra is not False and \
             quick_exchange(name, pg, output, input, _QUICK, extra):
@@ -115,7 +116,7 @@ def _uneven(pg: Any, src: Any, dst: Any, scounts: list[int] | None,
     return scounts, rcounts
 
 
-# quick_exchange's table for all_to_all_single (extra: None for equal splits, else the
+# quick_exchange's table for all_to_all_single (extra: the group rank for equal splits, else the
 # split sizes and this rank's place: _splits), filled by the general path once it has
 # validated such a call and needs no step after MPI's but the copy of this rank's own
 # block (_alltoallv_args); all_to_all's: (dtype, group size and rank, sizes of the lists)
