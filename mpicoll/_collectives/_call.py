@@ -197,17 +197,19 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     if not (fr is not None and fs is not None and s is not r and fr.owndata and
             fs.owndata) and may_share_memory(s, r):
         return False
-    exchanged(op, group, hit, s, r)
+    exchanged(op, group, hit, s, r, (output, input))
     return True
 
 
-def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
+def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None) -> None:
     """Make the call that :func:`quick_exchange`'s ``hit`` (an entry of its table) stores,
     from array ``s`` to array ``r``: C-contiguous, ``r`` writable, apart (the user's frame:
-    5 up from the recorder's, past quick, this, quick_exchange, the public function)."""
+    5 up from the recorder's, past quick, this, quick_exchange, the public function).
+    ``keep``: the caller's tensors, kept by the Work an interrupted direct call leaves
+    (``s`` and ``r`` may be views that own nothing)."""
     method, sc, rc, dt, mpi_op, own, sizes = hit
     if method == "direct":
-        _direct.exchanged(op, group, hit, s, r)
+        _direct.exchanged(op, group, hit, s, r, keep)
     elif own is not None:
         quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own),
                         sizes, 5)

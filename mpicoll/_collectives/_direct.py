@@ -114,7 +114,7 @@ def single(pg: Any, src: Any, dst: Any, sarr: Any, rarr: Any, scounts: list[int]
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 
 
-def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
+def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None) -> None:
     """:func:`._call.exchanged` of an entry :func:`single` stored, from array ``s`` to
     array ``r`` (the user's frame: 6 up from the recorder's): its messages kept by the
     group (:func:`started`), with the copy of this rank's own block made once for them."""
@@ -123,7 +123,7 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
     args = ((s, (c[0], sd), dt), (r, (c[1], rd), dt))
     if d.big:
         issue(op, group, d, args, (s, sd, r, rd, dt), None if own is None else (
-            r.reshape(-1), own[1], s.reshape(-1)[own[0]]), depth=6)
+            r.reshape(-1), own[1], s.reshape(-1)[own[0]]), keep=keep, depth=6)
         return
     sa, ra = _buffer(s).address, _buffer(r).address
     key = (id(hit), sa, ra)
@@ -135,7 +135,7 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any) -> None:
         entry = (hit, reqs, [_Status() for _ in reqs], None if own is None else (
             _frombuffer(spans[2], s.dtype)[own[1]], Ellipsis,
             _frombuffer(spans[0], s.dtype)[own[0]]), spans)
-    issue(op, group, d, args, entry[4], entry[3], keep=(s, r), depth=6, started=entry)
+    issue(op, group, d, args, entry[4], entry[3], keep=keep, depth=6, started=entry)
     _put_back(group.kept, key, entry)
 
 
@@ -173,7 +173,10 @@ def _taken(kept: dict[tuple, Any], key: tuple, hit: Any) -> tuple | None:
 def _put_back(kept: dict[tuple, Any], key: tuple, entry: tuple) -> None:
     """Keep ``entry`` (its requests complete) as the group's newest; free the oldest
     beyond :data:`KEPT`."""
+    old = kept.get(key)  # (another thread's, made while this one was taken out)
     kept[key] = entry
+    if old is not None:
+        free(old[1])
     if len(kept) > KEPT:
         free(kept.pop(next(iter(kept)))[1])
 

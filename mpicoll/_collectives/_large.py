@@ -217,3 +217,31 @@ _METHODS = {
     "Reduce_scatter": _reduce_scatter,
     "Reduce_scatter_block": _reduce_scatter_block,
 }
+
+
+def post_messages(comm: Any, recvs: list[tuple[int, int, int]], sends: list[tuple[int, int, int]],
+                  sbuf: Any, sd: Any, rbuf: Any, rd: Any, dt: Any) -> list[Any]:
+    """A direct call's messages (:meth:`._messages.Direct.post`: receives of any tag from
+    ``recvs``' peers, sends to ``sends``' with their tags) where a count exceeds INT_MAX
+    on an MPI-3 library: such a message as one element of a type of them all."""
+    made: list[Any] = []
+    try:
+        reqs = [comm.Irecv(_spec(rbuf, c, rd[j], dt, made), j, MPI.ANY_TAG)
+                for j, c, _ in recvs]
+        for j, c, tag in sends:
+            reqs.append(comm.Isend(_spec(sbuf, c, sd[j], dt, made), j, tag))
+    finally:
+        for t in made:  # (MPI keeps a type that pending messages use)
+            t.Free()
+    return reqs
+
+
+def _spec(buf: Any, c: int, d: int, dt: Any, made: list[Any]) -> list[Any]:
+    """A message's buffer specification: ``c`` elements of ``dt`` at ``d`` elements into
+    ``buf``; above INT_MAX, one element of a type of them all, made and noted in ``made``."""
+    if c <= INT_MAX:
+        return [buf, (c, d), dt]
+    ext = dt.Get_extent()[1]
+    t = big_type(dt, c)
+    made.append(t)
+    return [MPI.buffer.fromaddress(MPI.buffer(buf).address + d * ext, c * ext), 1, t]

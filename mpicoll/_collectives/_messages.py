@@ -60,7 +60,7 @@ class Direct:
         displacements in elements."""
         sbuf, sd, rbuf, rd, dt = bufs
         if self.big:
-            return self._post_big(comm, sbuf, sd, rbuf, rd, dt)
+            return _large.post_messages(comm, self.recvs, self.sends, sbuf, sd, rbuf, rd, dt)
         irecv, isend = comm.Irecv, comm.Isend
         reqs = [irecv([rbuf, (c, rd[j]), dt], j, _ANY) for j, c, _ in self.recvs]
         for j, c, tag in self.sends:
@@ -75,20 +75,6 @@ class Direct:
         reqs = [rinit([rbuf, (c, rd[j]), dt], j, _ANY) for j, c, _ in self.recvs]
         for j, c, tag in self.sends:
             reqs.append(sinit([sbuf, (c, sd[j]), dt], j, tag))
-        return reqs
-
-    def _post_big(self, comm: Any, sbuf: Any, sd: Any, rbuf: Any, rd: Any,
-                  dt: Any) -> list[Any]:
-        """:meth:`post` where a count exceeds INT_MAX on an MPI-3 library."""
-        made: list[Any] = []
-        try:
-            reqs = [comm.Irecv(_spec(rbuf, c, rd[j], dt, made), j, _ANY)
-                    for j, c, _ in self.recvs]
-            for j, c, tag in self.sends:
-                reqs.append(comm.Isend(_spec(sbuf, c, sd[j], dt, made), j, tag))
-        finally:
-            for t in made:  # (MPI keeps a type that pending messages use)
-                t.Free()
         return reqs
 
     def check(self, statuses: list[Any], me: int, dt: Any) -> None:
@@ -115,18 +101,6 @@ class Direct:
         sizes.mismatch(_array(got, _int64), me)
 
 
-def _spec(buf: Any, c: int, d: int, dt: Any, made: list[Any]) -> list[Any]:
-    """A message's buffer specification: ``c`` elements of ``dt`` at ``d`` elements into
-    ``buf``; above INT_MAX (an MPI-3 library), one element of a type of them all, made
-    and noted in ``made``."""
-    if c <= _large.INT_MAX:
-        return [buf, (c, d), dt]
-    ext = dt.Get_extent()[1]
-    t = _large.big_type(dt, c)
-    made.append(t)
-    return [MPI.buffer.fromaddress(MPI.buffer(buf).address + d * ext, c * ext), 1, t]
-
-
 def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
           copy: tuple | None, finalize: Callable[[], Any] | None = None,
           async_op: bool = False, outputs: list[Any] | None = None, keep: Any = None,
@@ -143,11 +117,16 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
     instead of posting (a blocking call's); freed here
     wherever they cannot be started again (a mismatch, an MPI error, an interrupt)."""
     seq = group.seq = group.seq + 1
-    if _departed.left:
-        _departed.check(op, group, seq)
-    if sig is not None and _settings().check:
-        verify(op, group, sig())
-    rec = issued(op, group, seq, args, depth=depth)
+    try:
+        if _departed.left:
+            _departed.check(op, group, seq)
+        if sig is not None and _settings().check:
+            verify(op, group, sig())
+        rec = issued(op, group, seq, args, depth=depth)
+    except BaseException:
+        if started is not None:  # (not started: never restarted either)
+            free(started[1])
+        raise
     try:
         if started is None:
             reqs = direct.post(group.direct, bufs)
@@ -160,37 +139,40 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
         if started is not None:
             free(reqs)
         raise mpi_error(op, e, args) from e
-    if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
-        copy[0][copy[1]] = copy[2]
     me, dt = group._rank, bufs[4]
     if async_op:
+        if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
+            copy[0][copy[1]] = copy[2]
         return Work(op, reqs, partial(_compared, direct, sts, me, dt, finalize),
                     keep=(args, keep), outputs=outputs, group=group, seq=seq,
                     explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, args),
                     rec=rec, statuses=sts)
     try:
+        if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
+            copy[0][copy[1]] = copy[2]
         if not _testall(reqs, sts):
             waiting(rec)
             wait_requests(reqs, op, group, seq, args, statuses=sts)
     except MPI.Exception as e:
         done(rec, False)
-        try:
-            _explain(direct, reqs, sts, me, dt, op, group, seq, args, started is not None)
-        finally:
-            if started is not None:
-                free(reqs)
+        # (the counts compared, once what MPI left pending completed; persistent
+        # requests freed there, not where an interrupt leaves them running)
+        _explain(direct, reqs, sts, me, dt, op, group, seq, args, started is not None)
         raise mpi_error(op, e, args) from e
     except BaseException:
-        # interrupted between Tests: the messages, and what follows them, become a
-        # pending Work, as if the call had been made with async_op=True
+        # interrupted: the messages, and what follows them, become a pending Work, as if
+        # the call had been made with async_op=True (the own block copied again: an
+        # interrupt may have come before it; the same copy twice is the same)
+        if copy is not None:
+            copy[0][copy[1]] = copy[2]
         if started is not None and all(r.Get_status() for r in reqs):
             # (persistent requests are never null: complete, waited for or not, they
             # leave nothing pending)
             done(rec)
             free(reqs)
         elif any(reqs):
-            fin = finalize if started is None else partial(_freed_after, reqs, finalize)
-            Work(op, reqs, partial(_compared, direct, sts, me, dt, fin),
+            compared = partial(_compared, direct, sts, me, dt, finalize)
+            Work(op, reqs, compared if started is None else partial(_freed_after, reqs, compared),
                  keep=(args, keep), outputs=outputs, group=group, seq=seq,
                  explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, args,
                                  started is not None),
@@ -218,11 +200,11 @@ def free(reqs: list[Any]) -> None:
             r.Free()
 
 
-def _freed_after(reqs: list[Any], finalize: Callable[[], Any] | None) -> None:
-    """A pending Work's completion of persistent requests: free them, then ``finalize``."""
+def _freed_after(reqs: list[Any], then: Callable[[], Any]) -> None:
+    """A pending Work's completion of persistent requests: free them (their statuses
+    read already), then ``then`` (the counts compared, ``finalize``)."""
     free(reqs)
-    if finalize is not None:
-        finalize()
+    then()
 
 
 def _compared(direct: Direct, sts: list[Any], me: int, dt: Any,
@@ -247,4 +229,6 @@ def _explain(direct: Direct, reqs: list[Any], sts: list[Any], me: int, dt: Any, 
                           statuses=[sts[k] for k in left])
     except MPI.Exception:
         pass
+    if persistent:  # (complete or failed: never restarted)
+        free(reqs)
     direct.check(sts, me, dt)

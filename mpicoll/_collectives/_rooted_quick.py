@@ -46,12 +46,12 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
     args = (mine, theirs, root) if gathering else (theirs, mine, root)
     if _direct.chosen(pg):  # (the user's frame: 5 up from the recorder's; sizes made there)
         if theirs is None:
-            _direct.rooted(name, pg, root, gathering, a, mine[1], args, None, depth=5,
-                           kept=mine[1])
-        else:
+            _direct.rooted(name, pg, root, gathering, a, mine[1], args, None,
+                           keep=tensor, depth=5, kept=mine[1])
+        else:  # (kept by the Work an interrupt leaves: q[0] and a may own no memory)
             _direct.rooted(name, pg, root, gathering, a, mine[1], args, None, q[0],
                            hit[0][1] if q[7] else displs(q), q[4], q[6][root],
-                           keep=tensors, depth=5, kept=hit)  # (q[0] owns no memory)
+                           keep=(tensor, tuple(tensors)), depth=5, kept=hit)
         return True
     sizes = rooted_sizes(name, pg, root, gathering, a.size,
                          None if theirs is None else q[4])

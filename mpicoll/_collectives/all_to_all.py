@@ -182,7 +182,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
                         name, pg, d, ([sbuf, (d.counts[0], sd), dt], [rbuf, (d.counts[1], rd), dt]),
                         (sbuf, sd, rbuf, rd, dt),
                         _own_tensors(routs[me], sins[me]) if d.counts[0][me] else None,
-                        keep=(output_tensor_list, input_tensor_list), hit=hit,
+                        keep=(tuple(output_tensor_list), tuple(input_tensor_list)), hit=hit,
                         key=(id(hit), slo, rlo) if sadj and radj else (id(hit), slo, rlo, *sd, *rd))
                     return None
                 if sadj and radj:
