@@ -16,6 +16,7 @@ import pytest
 from _launch import run
 
 import mpicoll as dist
+from mpicoll._collectives import _direct
 from mpicoll.errors import ArgumentValueError, SizeMismatch
 
 MULTI = pytest.mark.mpi(min_size=2)  # a mistake needs two ranks
@@ -31,6 +32,13 @@ def _raises_on(ranks, rank, call, *match):
             assert m in str(e.value), str(e.value)
     else:
         call()
+
+
+def _direct_only(group):
+    if not _direct.chosen(group):
+        pytest.skip(f"all_gather is MPI's collective on {group.size()} ranks "
+                    f"(MPICOLL_DIRECT={_direct.MAX_RANKS}): test_all_gather_through_mpi_"
+                    "collectives_raises_on_every_rank")
 
 
 def _a2a_single(rank, size, group, sent_to_0, async_op=False):
@@ -94,14 +102,67 @@ def test_all_gather_slots_of_another_shape_raise_everywhere_before_sending(rank,
 
 @MULTI
 def test_all_gather_sizes_that_differ_across_ranks(rank, size, group):
-    # MPI may pass all_gather's blocks on between ranks, so every rank raises
+    # direct messages (a group of up to 8 ranks): rank 0, whose slot for rank 1 is too
+    # short, raises; the others' outputs are right
+    _direct_only(group)
+    for sep in (True, False):  # separate tensors, then adjacent views of one buffer
+        for _ in range(2):
+            mine = np.full(6 if rank == 1 else 4, rank, np.int32)
+            sizes = [6 if j == 1 and rank != 0 else 4 for j in range(size)]
+            flat = np.full(sum(sizes), SENTINEL, np.int32)
+            slots = [np.full(c, SENTINEL, np.int32) for c in sizes] if sep else \
+                np.split(flat, np.cumsum(sizes)[:-1])
+            _raises_on({0}, rank, lambda: dist.all_gather(slots, mine, group=group),
+                       "all_gather", "rank 1 sends 6 elements to rank 0, whose "
+                       "tensor_list[1] holds 4 for it")
+            if rank != 0:
+                for j, got in enumerate(slots):
+                    np.testing.assert_array_equal(got, np.full(sizes[j], j))
+
+
+@MULTI
+@pytest.mark.parametrize("async_op", [False, True])
+def test_all_gather_into_tensor_sizes_that_differ_across_ranks(async_op, rank, size, group):
+    # rank 1 gathers 3 elements a rank where the others gather 2: every rank receives a
+    # block of a size it did not expect from some peer, so every rank raises
+    _direct_only(group)
     for _ in range(2):
-        mine = np.full(6 if rank == 1 else 4, rank, np.int32)
-        slots = [np.full(6 if j == 1 and rank != 0 else 4, SENTINEL, np.int32)
-                 for j in range(size)]  # rank 0 holds 4 for rank 1, which sends 6
-        _raises_on(range(size), rank, lambda: dist.all_gather(slots, mine, group=group),
-                   "all_gather", "the size of tensor_list[1] (rank 1's tensor) is from 4 to "
-                   f"6 elements across the ranks ({4 if rank == 0 else 6} on rank {rank})")
+        n = 3 if rank == 1 else 2
+        out = np.full(n * size, SENTINEL, np.float32)
+
+        def call():
+            work = dist.all_gather_into_tensor(out, np.full(n, rank, np.float32),
+                                               group=group, async_op=async_op)
+            if work is not None:
+                work.wait()
+        peer, sent = (0, 2) if rank == 1 else (1, 3)
+        _raises_on(range(size), rank, call, "all_gather_into_tensor", f"rank {peer} sends "
+                   f"{sent} elements to rank {rank}, whose output_tensor holds {n} for it")
+
+
+_RELAYED = """
+import numpy as np, mpicoll as dist
+from mpicoll.errors import SizeMismatch
+rank, size = dist.get_rank(), dist.get_world_size()
+mine = np.full(6 if rank == 1 else 4, rank, np.int32)
+slots = [np.zeros(6 if j == 1 and rank != 0 else 4, np.int32) for j in range(size)]
+try:
+    dist.all_gather(slots, mine)
+except SizeMismatch as e:
+    print(f"rank {rank}: {e}", flush=True)
+"""
+
+
+@pytest.mark.spawn
+def test_all_gather_through_mpi_collectives_raises_on_every_rank():
+    # where all_gather is MPI's collective (larger groups; here MPICOLL_DIRECT=0), which
+    # may relay blocks between ranks, every rank raises
+    res = run(2, ["-c", _RELAYED], timeout=60, MPICOLL_DIRECT="0")
+    assert res.returncode == 0, res.stdout + res.stderr
+    for r in range(2):
+        assert (f"rank {r}: all_gather: the ranks disagree on sizes: the size of "
+                "tensor_list[1] (rank 1's tensor) is from 4 to 6 elements across the ranks "
+                f"({4 if r == 0 else 6} on rank {r})") in res.stdout, res.stdout
 
 
 @MULTI

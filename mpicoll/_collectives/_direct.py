@@ -1,10 +1,10 @@
-"""[2] Direct calls: all_to_all, gather and scatter on a few ranks as point-to-point
+"""[2] Direct calls: all_to_all, all_gather, gather and scatter on a few ranks as point-to-point
 messages, each carrying its count in its tag.
 
 On a group of 2 to ``MAX_RANKS`` ranks, every rank posts one receive, of any tag, from
 each peer it receives from, and one send to each peer it sends to, whose tag is the
-number of elements it sends (an exchange: every peer both ways; gather and scatter:
-between the root and each rank); this rank's own block is copied locally. The messages
+number of elements it sends (an exchange, all_gather's too: every peer both ways;
+gather and scatter: between the root and each rank); this rank's own block is copied locally. The messages
 go on a communicator of the group's own for them (``ProcessGroup.direct``, made with the
 group, so that no call waits for it). A receive's status then says how many elements its peer sent, even where MPI cut the
 message short, so sizes that disagree across ranks are caught
@@ -13,9 +13,9 @@ it) with no message beyond the data (:mod:`._messages`; its cost: docs/performan
 
 One call's messages pair up with the same call's on each peer: every rank posts them in
 call order, one per pair of ranks that the call links (empty ones too), and MPI keeps
-the messages between two ranks on one communicator in order. (all_gather of a list
-keeps MPI's collective and its counts' check, under which every rank raises: as direct
-messages it measured no faster below 64 KiB.)
+the messages between two ranks on one communicator in order. (all_gather's, with kept
+persistent messages, measured faster than MPI's collective with its counts beside it:
+docs/performance.md.)
 
 ``MPICOLL_DIRECT``: the largest group that goes direct (default 8; 0: never), read when
 the first group is made (:func:`mpicoll._process_group.direct_ranks`).
@@ -52,7 +52,7 @@ _Status = MPI.Status
 
 
 def chosen(pg: Any) -> bool:
-    """Whether ``pg``'s all_to_all, gather and scatter go direct: where the group was made
+    """Whether ``pg``'s all_to_all, all_gather, gather and scatter go direct: where the group was made
     with its communicator for them (its size alone decides: alike on every rank)."""
     return pg.direct is not None
 
@@ -238,6 +238,6 @@ def describe() -> str:
     """Which exchanges go direct, for ``python -m mpicoll info``."""
     if MAX_RANKS < 2:
         return f"never (MPICOLL_DIRECT={MAX_RANKS}): MPI collectives, their counts beside them"
-    return (f"all_to_all, gather and scatter on groups of 2 to {MAX_RANKS} "
+    return (f"all_to_all, all_gather, gather and scatter on groups of 2 to {MAX_RANKS} "
             "ranks: point-to-point messages, each with its count in its tag; a repeated "
             f"blocking call's kept as persistent ones (up to {KEPT} per group)")

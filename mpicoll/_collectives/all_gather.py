@@ -15,13 +15,15 @@ from .._process_group import _State, resolve
 from .._start import is_mpich
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
-from . import _pack, _validate
+from . import _all_gather_direct, _direct, _pack, _validate
 from ._call import exchange_key, issue, quick, quick_array, quick_exchange, quick_then_copy
 from ._choices import gather_by_alltoallv
 from ._large import INT_MAX
 from ._layout import apart, displs, layout
 from ._own_block import own_copy, then
 from ._sizes import agreed
+
+_buffer = MPI.buffer
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
@@ -49,6 +51,9 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     rarr = dst.array
     count = src.numel
     dt = mpi_datatype(rarr.dtype)
+    if _direct.chosen(pg):  # (the group's size alone decides: alike on every rank)
+        return _all_gather_direct.into_tensor(pg, src, dst, output_tensor, count, dt,
+                                                async_op, _QUICK)
     by_a2a = _by_alltoallv(pg.my_rank, count, [count] * n, rarr.nbytes)
     if src.dtype in PLAIN and rarr.size <= INT_MAX:
         _QUICK[exchange_key(rarr, src.array, pg, pg.my_rank)] = \
@@ -124,6 +129,18 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
             hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *counts))
             if hit is not None and out[6][pg._rank].shape == a.shape and apart(out, a):
                 method, rc, dt, sc, own, sizes = hit
+                if method == "direct":  # (rc: the displacements; sizes: the Direct)
+                    d, me, rd = sizes, pg._rank, rc if adjacent else displs(out)
+                    # (buf: an address range that owns nothing, as persistent messages
+                    # need; the list kept alive by the Work an interrupt leaves)
+                    _direct.started(name, pg, d, ([a, (d.counts[0], d.zeros), dt],
+                                                  [buf, (d.counts[1], rd), dt]),
+                                    (a, d.zeros, buf, rd, dt),
+                                    (out[6][me], Ellipsis, a) if a.size else None,
+                                    keep=(tuple(tensor_list), tensor), hit=hit,
+                                    key=(id(hit), _buffer(a).address, out[2]) if adjacent
+                                    else (id(hit), _buffer(a).address, out[2], *rd))
+                    return None
                 if sc is not None:  # as Alltoallv (_by_alltoallv)
                     recv = [buf, rc if adjacent else (rc[0], displs(out)), dt]
                     args = ([a, sc, dt], recv)
@@ -152,7 +169,6 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
                      "rank: expected {expected}, got {got}",
                      {"arg": f"tensor_list[{pg.my_rank}]", "t": "tensor"},
                      expected=tuple(src.shape), got=tuple(outs[pg.my_rank].shape))
-    sizes = agreed(name, pg, counts, "tensor_list[{peer}] (rank {peer}'s tensor)")
     recv, staged = _pack.receive_area(outs, sum(counts))
     if staged:  # adjacent outputs are distinct by construction
         _validate.distinct_outputs(name, outs, "tensor_list")
@@ -165,6 +181,10 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         else:
             src.detach_input()
             sendspec = [src.array, src.numel, dt]
+    if _direct.chosen(pg):  # (the group's size alone decides: alike on every rank)
+        return _all_gather_direct.listed(pg, src, sendspec, recv, staged, counts, outs,
+                                         tensor_list, async_op, _QUICK_LISTS)
+    sizes = agreed(name, pg, counts, "tensor_list[{peer}] (rank {peer}'s tensor)")
     by_a2a = _by_alltoallv(pg.my_rank, src.numel, counts, recv.nbytes)
     # with sizes: Allgatherv even for equal counts, so that ranks whose counts disagree
     # still make one call (unless the disagreement moves one of them across the
@@ -193,3 +213,4 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
     return issue(name, pg, method, (sendspec, recvspec), finish, async_op,
                  list(tensor_list), keep=outs, sig=lambda: {"dtype": src.dtype, "counts": counts},
                  sizes=sizes)
+
