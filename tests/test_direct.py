@@ -14,7 +14,7 @@ from mpi4py import MPI
 
 import mpicoll as dist
 from mpicoll import _env
-from mpicoll._collectives import _direct
+from mpicoll._collectives import _direct, _sizes
 from mpicoll.errors import SizeMismatch
 
 MULTI = pytest.mark.mpi(min_size=2)
@@ -110,14 +110,15 @@ def test_a_mismatch_among_calls_in_flight_is_reported_by_its_own_call(rank, size
 
 @MULTI
 def test_the_check_off_exchanges_directly_too(rank, size, group, monkeypatch):
-    monkeypatch.setattr(_direct, "_PLANS", {})
+    monkeypatch.setattr(_sizes, "_KEPT", {})
     monkeypatch.setattr(_env.settings(), "sizes", False)
     for k in range(3):
         w, got, want = _call(rank, size, group, k, async_op=k == 1)
         if w is not None:
             w.wait()
         _same(got, want)
-    assert all(p.sizes is None for p in _direct._PLANS.values())
+    plans = [p for p in _sizes._KEPT.values() if isinstance(p, _direct.Direct)]
+    assert plans and all(p.sizes is None for p in plans)
 
 
 def _rooted_calls(rank, size, group, k):

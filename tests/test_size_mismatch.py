@@ -37,8 +37,8 @@ def _raises_on(ranks, rank, call, *match):
 def _direct_only(group):
     if not _direct.chosen(group):
         pytest.skip(f"all_gather is MPI's collective on {group.size()} ranks "
-                    f"(MPICOLL_DIRECT={_direct.MAX_RANKS}): test_all_gather_through_mpi_"
-                    "collectives_raises_on_every_rank")
+                    f"(MPICOLL_DIRECT={_direct.MAX_RANKS}): test_through_mpi_collectives_"
+                    "every_rank_raises")
 
 
 def _a2a_single(rank, size, group, sent_to_0, async_op=False):
@@ -150,19 +150,27 @@ try:
     dist.all_gather(slots, mine)
 except SizeMismatch as e:
     print(f"rank {rank}: {e}", flush=True)
+chunks = [np.ones(3 if (rank == 1 and j == 0) else 4, np.float32) for j in range(size)]
+try:
+    dist.reduce_scatter(np.zeros(4, np.float32), chunks)
+except SizeMismatch as e:
+    print(f"rank {rank}: {e}", flush=True)
 """
 
 
 @pytest.mark.spawn
-def test_all_gather_through_mpi_collectives_raises_on_every_rank():
-    # where all_gather is MPI's collective (larger groups; here MPICOLL_DIRECT=0), which
-    # may relay blocks between ranks, every rank raises
+def test_through_mpi_collectives_every_rank_raises():
+    # where all_gather and reduce_scatter are MPI's collectives (larger groups; here
+    # MPICOLL_DIRECT=0), which may relay blocks between ranks, every rank raises
     res = run(2, ["-c", _RELAYED], timeout=60, MPICOLL_DIRECT="0")
     assert res.returncode == 0, res.stdout + res.stderr
     for r in range(2):
         assert (f"rank {r}: all_gather: the ranks disagree on sizes: the size of "
                 "tensor_list[1] (rank 1's tensor) is from 4 to 6 elements across the ranks "
                 f"({4 if r == 0 else 6} on rank {r})") in res.stdout, res.stdout
+        assert (f"rank {r}: reduce_scatter: the ranks disagree on sizes: the size of "
+                "input_list[0] (the chunk for rank 0) is from 3 to 4 elements across the "
+                f"ranks ({3 if r == 1 else 4} on rank {r})") in res.stdout, res.stdout
 
 
 @MULTI
@@ -190,14 +198,41 @@ def test_scatter_the_root_sends_fewer(rank, size, group):
 
 @MULTI
 def test_reduce_scatter_a_chunk_is_shorter(rank, size, group):
+    # direct messages: rank 0, for which rank 1's chunk is short, raises; the others'
+    # outputs are right
+    _direct_only(group)
+    for sep in (True, False):  # separate tensors, then adjacent views of one buffer
+        for _ in range(2):
+            sizes = [3 if (rank == 1 and j == 0) else 4 for j in range(size)]
+            flat = np.ones(sum(sizes), np.float32)
+            chunks = [np.ones(c, np.float32) for c in sizes] if sep else \
+                np.split(flat, np.cumsum(sizes)[:-1])
+            out = np.full(4, SENTINEL, np.float32)
+            _raises_on({0}, rank, lambda: dist.reduce_scatter(out, chunks, group=group),
+                       "reduce_scatter", "rank 1's chunk for rank 0 (its input_list[0]) has "
+                       "3 elements, and output on rank 0 holds 4")
+            if rank != 0:
+                np.testing.assert_array_equal(out, np.full(4, size))
+
+
+@MULTI
+@pytest.mark.parametrize("async_op", [False, True])
+def test_reduce_scatter_tensor_sizes_that_differ_across_ranks(async_op, rank, size, group):
+    # rank 1 scatters chunks of 3 where the others scatter 2: every rank receives a chunk
+    # of a size it did not expect from some peer, so every rank raises
+    _direct_only(group)
     for _ in range(2):
-        chunks = [np.ones(3 if (rank == 1 and j == 0) else 4, np.float32)
-                  for j in range(size)]
-        out = np.full(4, SENTINEL, np.float32)
-        _raises_on(range(size), rank, lambda: dist.reduce_scatter(out, chunks, group=group),
-                   "reduce_scatter", "the size of input_list[0] (the chunk for rank 0) is "
-                   f"from 3 to 4 elements across the ranks ({3 if rank == 1 else 4} on rank "
-                   f"{rank})")
+        n = 3 if rank == 1 else 2
+        out = np.full(n, SENTINEL, np.float64)
+
+        def call():
+            work = dist.reduce_scatter_tensor(out, np.ones(n * size), group=group,
+                                              async_op=async_op)
+            if work is not None:
+                work.wait()
+        peer, sent = (0, 2) if rank == 1 else (1, 3)
+        _raises_on(range(size), rank, call, "reduce_scatter_tensor", f"rank {peer}'s chunk "
+                   f"for rank {rank} has {sent} elements, and output on rank {rank} holds {n}")
 
 
 @MULTI
@@ -218,8 +253,8 @@ def test_through_the_paddle_face(rank, size):
     chunks = [P.tensor(np.ones(3 if rank == 1 and j == 0 else 4, np.float32), "float32")
               for j in range(size)]
     got = P.tensor(np.zeros(4, np.float32), "float32")
-    _raises_on(range(size), rank, lambda: pdist.reduce_scatter(got, chunks), "reduce_scatter",
-               "the size of input_list[0]")
+    _raises_on({0}, rank, lambda: pdist.reduce_scatter(got, chunks), "reduce_scatter",
+               "rank 1's chunk for rank 0 (its input_list[0]) has 3 elements")
 
 
 _UNCHECKED = """

@@ -46,7 +46,8 @@ def into_tensor(pg: Any, src: Any, dst: Any, output: Any, count: int, dt: Any,
                                        [rarr, (d.counts[1], rd), dt]),
                          (send, d.zeros, rarr, rd, dt), None if own is None else
                          (rarr.reshape(-1), own[1], send.reshape(-1)), dst.commit_hook,
-                         async_op, [output], sig=lambda: {"dtype": src.dtype, "numel": count})
+                         async_op, [output], sig=lambda: {"dtype": src.dtype, "numel": count},
+                         depth=4)
 
 
 def listed(pg: Any, src: Any, sendspec: Any, recv: Any, staged: bool, counts: list[int],
@@ -75,4 +76,4 @@ def listed(pg: Any, src: Any, sendspec: Any, recv: Any, staged: bool, counts: li
                          own_block_copy(send, recv, (0, rd[me], c))
                          if c and sendspec is not MPI.IN_PLACE else None,
                          finish if staged else None, async_op, list(tensor_list), keep=outs,
-                         sig=lambda: {"dtype": src.dtype, "counts": counts})
+                         sig=lambda: {"dtype": src.dtype, "counts": counts}, depth=4)

@@ -19,7 +19,7 @@ from .._pending import pending as _pending
 from .._recorder import done, issued, waiting
 from .._wait import wait_requests
 from .._work import Work
-from . import _direct, _large
+from . import _direct, _large, _reduce_scatter_direct
 from ._own_block import own_blocks
 from ._sizes import Sizes
 from ._waits import interrupted, with_sizes
@@ -210,6 +210,8 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
     method, sc, rc, dt, mpi_op, own, sizes = hit
     if method == "direct":
         _direct.exchanged(op, group, hit, s, r, keep)
+    elif method == "reduced":
+        _reduce_scatter_direct.exchanged(op, group, hit, s, r, keep)
     elif own is not None:
         quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own),
                         sizes, 5)

@@ -1,21 +1,20 @@
-"""[2] Direct calls: all_to_all, all_gather, gather and scatter on a few ranks as point-to-point
-messages, each carrying its count in its tag.
+"""[2] Direct calls: all_to_all, all_gather, reduce_scatter, gather and scatter on a few
+ranks as point-to-point messages, each carrying its count in its tag.
 
 On a group of 2 to ``MAX_RANKS`` ranks, every rank posts one receive, of any tag, from
 each peer it receives from, and one send to each peer it sends to, whose tag is the
-number of elements it sends (an exchange, all_gather's too: every peer both ways;
-gather and scatter: between the root and each rank); this rank's own block is copied locally. The messages
-go on a communicator of the group's own for them (``ProcessGroup.direct``, made with the
-group, so that no call waits for it). A receive's status then says how many elements its peer sent, even where MPI cut the
-message short, so sizes that disagree across ranks are caught
-(:class:`~mpicoll.errors.SizeMismatch` on the receiver, worded as :mod:`._sizes` words
-it) with no message beyond the data (:mod:`._messages`; its cost: docs/performance.md).
+number of elements it sends (an exchange, all_gather, reduce_scatter: every peer both
+ways; gather and scatter: between the root and each rank); this rank's own block is
+copied locally. The messages go on a communicator of the group's own for them
+(``ProcessGroup.direct``, made with the group, so that no call waits for it). A
+receive's status then says how many elements its peer sent, even where MPI cut the
+message short, so sizes that disagree across ranks are caught (SizeMismatch on the
+receiver, worded by :mod:`._sizes`) with no message beyond the data (:mod:`._messages`).
 
 One call's messages pair up with the same call's on each peer: every rank posts them in
 call order, one per pair of ranks that the call links (empty ones too), and MPI keeps
-the messages between two ranks on one communicator in order. (all_gather's, with kept
-persistent messages, measured faster than MPI's collective with its counts beside it:
-docs/performance.md.)
+the messages between two ranks on one communicator in order. (Measured against MPI's
+collectives with their counts beside them: docs/performance.md.)
 
 ``MPICOLL_DIRECT``: the largest group that goes direct (default 8; 0: never), read when
 the first group is made (:func:`mpicoll._process_group.direct_ranks`).
@@ -24,8 +23,10 @@ the first group is made (:func:`mpicoll._process_group.direct_ranks`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from numpy import empty as _empty
 from numpy import frombuffer as _frombuffer
 from numpy import ndarray as _ndarray
 
@@ -35,7 +36,7 @@ from .._work import Work
 from ._messages import Direct, free, issue
 from ._own_block import flat_copy, own_block_copy
 from ._pack import displs
-from ._sizes import Sizes, exchange
+from ._sizes import Sizes, _kept, exchange
 from ._sizes import rooted as rooted_sizes
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
@@ -52,28 +53,16 @@ _Status = MPI.Status
 
 
 def chosen(pg: Any) -> bool:
-    """Whether ``pg``'s all_to_all, all_gather, gather and scatter go direct: where the group was made
-    with its communicator for them (its size alone decides: alike on every rank)."""
+    """Whether ``pg``'s calls above go direct: where the group was made with its
+    communicator for them (its size alone decides: alike on every rank)."""
     return pg.direct is not None
-
-
-_PLANS: dict[tuple, Direct] = {}
-
-
-def _kept(key: tuple, make: Callable[[], Direct]) -> Direct:
-    found = _PLANS.get(key)
-    if found is None:
-        if len(_PLANS) >= 1024:
-            _PLANS.clear()
-        found = _PLANS[key] = make()
-    return found
 
 
 def plan(pg: Any, scounts: list[int], rcounts: list[int], sizes: Sizes | None) -> Direct:
     """The :class:`Direct` of an exchange of these counts on ``pg`` (kept: a training
     loop's general path, async calls included, does not remake it per call)."""
     me, n = pg._rank, pg._size
-    return _kept((me, tuple(scounts), tuple(rcounts), sizes), lambda: Direct(
+    return _kept(("direct", me, tuple(scounts), tuple(rcounts), sizes), lambda: Direct(
         [(j, rcounts[j], j) for j in range(n) if j != me],
         [(j, scounts[j]) for j in range(n) if j != me], list(rcounts), sizes, n,
         (list(scounts), list(rcounts))))
@@ -140,23 +129,31 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
 
 
 def started(op: str, group: Any, d: Direct, args: tuple, bufs: tuple, copy: tuple | None,
-            keep: Any = None, depth: int = 4, *, hit: Any, key: tuple) -> None:
+            keep: Any = None, depth: int = 4, *, hit: Any, key: tuple,
+            scratch: tuple[int, Any] | None = None,
+            then: Callable[[Any], Any] | None = None) -> None:
     """A blocking direct call of a quick entry ``hit`` (:func:`issue`'s arguments; a
     gather's or scatter's: its :class:`Direct`), its messages as persistent requests that
     the group keeps by ``key`` (``id(hit)``, with what else fixes the messages' datatype,
     and where the memory lies: whatever array lies there now, the entry fixes its size
     and layout), in use order; taken out while in use, put back once complete: their
-    buffers are the memory's address ranges, which own nothing. Where
-    :attr:`Direct.big`, posted as usual."""
+    buffers are the memory's address ranges, which own nothing. ``scratch``: (size,
+    dtype) of an array the entry owns, received into instead of ``bufs``' receive
+    buffer (a reduce_scatter's peers' blocks), given to ``then``, called once the
+    messages completed and their counts compared. Where :attr:`Direct.big` (never with
+    ``scratch``), posted as usual."""
     if d.big:
         issue(op, group, d, args, bufs, copy, keep=keep, depth=depth)
         return
     entry = _taken(group.kept, key, hit)
     if entry is None:
         sbuf, sd, rbuf, rd, dt = bufs
-        reqs = d.prepare(group.direct, (_span(sbuf, True), sd, _span(rbuf, False), rd, dt))
-        entry = (hit, reqs, [_Status() for _ in reqs])
-    issue(op, group, d, args, bufs, copy, keep=keep, depth=depth, started=entry)
+        own = None if scratch is None else _empty(*scratch)
+        reqs = d.prepare(group.direct, (_span(sbuf, True), sd, _span(
+            rbuf if own is None else own, False), rd, dt))
+        entry = (hit, reqs, [_Status() for _ in reqs], own)
+    issue(op, group, d, args, bufs, copy, None if then is None else partial(then, entry[3]),
+          keep=keep, depth=depth, started=entry)
     _put_back(group.kept, key, entry)
 
 

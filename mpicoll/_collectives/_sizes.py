@@ -167,6 +167,16 @@ def exchange(op: str, pg: Any, scounts: list[int], rcounts: list[int],
         "rank {peer} sends {got} to rank {me}, whose " + what + " holds {want} for it"))
 
 
+def scattered(op: str, pg: Any, scounts: list[int], count: int, what: str) -> Sizes | None:
+    """The counts of a reduce_scatter as direct messages: this rank's chunk for each
+    rank, each peer's for this one compared with ``count`` (output's size)."""
+    if pg._size == 1 or not sizes_on():
+        return None
+    return _kept(("scattered", op, what, *scounts, count), lambda: Sizes(
+        op, "Ialltoall", scounts, pg._size, [count] * pg._size, "rank {peer}'s chunk for "
+        "rank {me}" + what + " has {got}, and output on rank {me} holds {want}"))
+
+
 _SLOT = {"gather_single": "gather_tensor's block {peer}"}
 
 

@@ -12,11 +12,12 @@ from .._adapter.views import PLAIN
 from .._process_group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
-from . import _pack, _reduce, _validate
+from . import _direct, _pack, _reduce, _validate
+from . import _reduce_scatter_direct as _rsd
 from ._call import exchange_key, issue, quick, quick_array, quick_exchange
 from ._choices import block_reduce_scatter
 from ._large import INT_MAX
-from ._layout import apart, keep, layout, pack
+from ._layout import apart, displs, keep, layout, pack
 from ._sizes import agreed
 from .reduce_op import ReduceOp, op_name, plan
 
@@ -44,6 +45,13 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     _validate.same_dtype(name, dst, src, "output", "input")
     _validate.stacked_or_concat(name, src, dst, n, "input", "output")
     p = plan(dst.dtype, op, name)
+    if _direct.chosen(pg) and src.array.size <= INT_MAX:  # (alike on every rank)
+        if np.may_share_memory(src.view, dst.view):
+            src.detach_input()
+        return _rsd.general(name, pg, op, p, dst, _reduce.send_side(p, src.array, src.dtype),
+                            [dst.numel] * n, "", [output], None, async_op,
+                            (_QUICK, exchange_key(dst.array, src.array, pg, op))
+                            if _rsd.quick_ok(op, dst.dtype, p) else None)
     block = block_reduce_scatter(src.array.nbytes)
     if type(op) is ReduceOp and dst.dtype in PLAIN and \
             not (p.widen or p.average or p.factor is not None):
@@ -78,7 +86,8 @@ _QUICK: dict[tuple, tuple[str, int, int, Any, Any, None, None]] = {}
 # reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the
 # list) ->
 # (nonblocking method, count (an int for Ireduce_scatter_block, else the counts), MPI
-# datatype, MPI op, the counts' Sizes or None)
+# datatype, MPI op, the counts' Sizes or None), or on a direct group _rsd.general's entry
+# ("reduced", ...)
 _QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any]] = {}
 
 reduce_scatter_single = reduce_scatter_tensor
@@ -107,6 +116,13 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
         if a is not None and a.dtype == inl[1]:
             hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, op, *inl[4]))
             if hit is not None and apart(inl, a):
+                if hit[0] == "reduced":  # direct messages (hit: _rsd.general's)
+                    adjacent, me = inl[7], pg._rank
+                    sd = hit[1][0] if adjacent else displs(inl)
+                    _rsd.exchanged(name, pg, hit, inl[0], a, (output, tuple(input_list)), 5,
+                                   sd, inl[6][me], (id(hit), inl[2]) if adjacent else
+                                   (id(hit), inl[2], *sd))
+                    return None
                 method, counts, dt, mpi_op, sizes = hit
                 if inl[7]:  # adjacent
                     send = inl[0]
@@ -134,6 +150,11 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     if np.may_share_memory(packed, dst.view):
         packed = packed.copy()
     send = _reduce.send_side(p, packed, dst.dtype)
+    if _direct.chosen(pg) and packed.size <= INT_MAX:  # (alike on every rank)
+        return _rsd.general(name, pg, op, p, dst, send, counts, f" (its input_list[{pg._rank}])",
+                            [output], ins, async_op, (_QUICK_LISTS, (
+                                dst.array.dtype, dst.numel, pg._rank, op, *counts))
+                            if _rsd.quick_ok(op, dst.dtype, p) else None)
     recv = _reduce.recv_side(p, dst.array, dst.dtype)
     dt = mpi_datatype(recv.dtype)
     # the counts travel beside the data (_sizes); the same call on every rank even where
