@@ -23,10 +23,8 @@ the first group is made (:func:`mpicoll._process_group.direct_ranks`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
-from numpy import empty as _empty
 from numpy import frombuffer as _frombuffer
 from numpy import ndarray as _ndarray
 
@@ -40,7 +38,7 @@ from ._sizes import Sizes, _kept, exchange
 from ._sizes import rooted as rooted_sizes
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
-           "rooted", "rooted_plan", "single", "started"]
+           "put_back", "rooted", "rooted_plan", "single", "span", "started", "take"]
 
 
 MAX_RANKS = direct_ranks()
@@ -116,7 +114,7 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
         return
     sa, ra = _buffer(s).address, _buffer(r).address
     key = (id(hit), sa, ra)
-    entry = _taken(group.kept, key, hit)
+    entry = take(group.kept, key, hit)
     if entry is None:
         spans = (_fromaddress(sa, s.nbytes, True), sd, _fromaddress(ra, r.nbytes), rd, dt)
         reqs = d.prepare(group.direct, spans)
@@ -125,39 +123,31 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
             _frombuffer(spans[2], s.dtype)[own[1]], Ellipsis,
             _frombuffer(spans[0], s.dtype)[own[0]]), spans)
     issue(op, group, d, args, entry[4], entry[3], keep=keep, depth=6, started=entry)
-    _put_back(group.kept, key, entry)
+    put_back(group.kept, key, entry)
 
 
 def started(op: str, group: Any, d: Direct, args: tuple, bufs: tuple, copy: tuple | None,
-            keep: Any = None, depth: int = 4, *, hit: Any, key: tuple,
-            scratch: tuple[int, Any] | None = None,
-            then: Callable[[Any], Any] | None = None) -> None:
+            keep: Any = None, depth: int = 4, *, hit: Any, key: tuple) -> None:
     """A blocking direct call of a quick entry ``hit`` (:func:`issue`'s arguments; a
     gather's or scatter's: its :class:`Direct`), its messages as persistent requests that
     the group keeps by ``key`` (``id(hit)``, with what else fixes the messages' datatype,
     and where the memory lies: whatever array lies there now, the entry fixes its size
     and layout), in use order; taken out while in use, put back once complete: their
-    buffers are the memory's address ranges, which own nothing. ``scratch``: (size,
-    dtype) of an array the entry owns, received into instead of ``bufs``' receive
-    buffer (a reduce_scatter's peers' blocks), given to ``then``, called once the
-    messages completed and their counts compared. Where :attr:`Direct.big` (never with
-    ``scratch``), posted as usual."""
+    buffers are the memory's address ranges, which own nothing. Where
+    :attr:`Direct.big`, posted as usual."""
     if d.big:
         issue(op, group, d, args, bufs, copy, keep=keep, depth=depth)
         return
-    entry = _taken(group.kept, key, hit)
+    entry = take(group.kept, key, hit)
     if entry is None:
         sbuf, sd, rbuf, rd, dt = bufs
-        own = None if scratch is None else _empty(*scratch)
-        reqs = d.prepare(group.direct, (_span(sbuf, True), sd, _span(
-            rbuf if own is None else own, False), rd, dt))
-        entry = (hit, reqs, [_Status() for _ in reqs], own)
-    issue(op, group, d, args, bufs, copy, None if then is None else partial(then, entry[3]),
-          keep=keep, depth=depth, started=entry)
-    _put_back(group.kept, key, entry)
+        reqs = d.prepare(group.direct, (span(sbuf, True), sd, span(rbuf, False), rd, dt))
+        entry = (hit, reqs, [_Status() for _ in reqs])
+    issue(op, group, d, args, bufs, copy, keep=keep, depth=depth, started=entry)
+    put_back(group.kept, key, entry)
 
 
-def _taken(kept: dict[tuple, Any], key: tuple, hit: Any) -> tuple | None:
+def take(kept: dict[tuple, Any], key: tuple, hit: Any) -> tuple | None:
     """The group's entry for ``key``, taken out while in use; None where it has none (one
     whose ``hit`` is another object is freed: an id reused, that entry is gone)."""
     entry = kept.pop(key, None)
@@ -167,7 +157,7 @@ def _taken(kept: dict[tuple, Any], key: tuple, hit: Any) -> tuple | None:
     return entry
 
 
-def _put_back(kept: dict[tuple, Any], key: tuple, entry: tuple) -> None:
+def put_back(kept: dict[tuple, Any], key: tuple, entry: tuple) -> None:
     """Keep ``entry`` (its requests complete) as the group's newest; free the oldest
     beyond :data:`KEPT`."""
     old = kept.get(key)  # (another thread's, made while this one was taken out)
@@ -178,7 +168,7 @@ def _put_back(kept: dict[tuple, Any], key: tuple, entry: tuple) -> None:
         free(kept.pop(next(iter(kept)))[1])
 
 
-def _span(buf: Any, readonly: bool) -> Any:
+def span(buf: Any, readonly: bool) -> Any:
     """``buf`` (an array, a buffer, or None) as its memory's address range, owning none."""
     if type(buf) is not _ndarray:
         return buf
@@ -204,18 +194,18 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any, args
     if kept is not None:
         key = (id(kept), gathering, root, arr.size, _buffer(arr).address) if area is None \
             else (id(kept), _buffer(area).address, *displs)
-        entry = _taken(pg.kept, key, kept)
+        entry = take(pg.kept, key, kept)
         if entry is None:
             d = rooted_plan(pg, root, gathering, arr.size, counts,
                             rooted_sizes(op, pg, root, gathering, arr.size, counts))
             if not d.big:
-                bufs = _rooted_bufs(d, gathering, _span(arr, gathering), dt, area, displs)
+                bufs = _rooted_bufs(d, gathering, span(arr, gathering), dt, area, displs)
                 reqs = d.prepare(pg.direct, bufs)
                 entry = (kept, reqs, [_Status() for _ in reqs], d, bufs)
         if entry is not None:
             issue(op, pg, entry[3], args, entry[4], copy, keep=keep, depth=depth,
                   started=entry)
-            _put_back(pg.kept, key, entry)
+            put_back(pg.kept, key, entry)
             return None
         sizes = rooted_sizes(op, pg, root, gathering, arr.size, counts)
     d = rooted_plan(pg, root, gathering, arr.size, counts, sizes)

@@ -18,25 +18,51 @@ from .._adapter.views import PLAIN
 from .._mpi import MPI
 from .._work import Work
 from . import _direct, _pack, _reduce
+from ._messages import issue
 from ._own_block import then
 from ._sizes import scattered
-from .reduce_op import ReduceOp, op_name
+from .reduce_op import ReduceOp, nan_op, op_name
 
 _buffer = MPI.buffer
+_fromaddress = MPI.buffer.fromaddress
+_Status = MPI.Status
 
 
-def combine(mpi_op: Any, dt: Any, n: int, me: int, own: Any, recv: Any,
-            scratch: Any) -> None:
+def combine(how: Any, dt: Any, n: int, me: int, own: Any, recv: Any, scratch: Any) -> None:
     """This rank's own chunk ``own`` reduced with each peer's in ``scratch`` (block j at
-    j times its size) into ``recv``, in rank order."""
+    j times its size) into ``recv``, in rank order, by ``how``: a numpy ufunc (one pass
+    a peer, no copy) or an MPI op (``Reduce_local``, after a copy of ``own``)."""
     out = recv.reshape(-1)
     c = out.size
     if not c:
         return
-    np.copyto(out, own.reshape(-1))
+    src = own.reshape(-1)
+    if type(how) is _ufunc:
+        for j in range(n):
+            if j != me:
+                how(src, scratch[j * c:(j + 1) * c], out=out)
+                src = out
+        return
+    np.copyto(out, src)
     for j in range(n):
         if j != me:
-            mpi_op.Reduce_local([scratch[j * c:(j + 1) * c], dt], [out, dt])
+            how.Reduce_local([scratch[j * c:(j + 1) * c], dt], [out, dt])
+
+
+_ufunc = np.ufunc
+
+
+def ufunc_of(mpi_op: Any) -> Any:
+    """The numpy ufunc that reduces as ``mpi_op`` does on the dtypes it is planned for
+    (:func:`.reduce_op.plan`: numpy wraps integer sums as MPICH does; MIN and MAX of
+    floats keep NaN, as :func:`.reduce_op.nan_op`), else ``mpi_op`` itself."""
+    for op, f in ((MPI.SUM, np.add), (MPI.PROD, np.multiply), (MPI.MIN, np.minimum),
+                  (MPI.MAX, np.maximum), (MPI.BAND, np.bitwise_and),
+                  (MPI.BOR, np.bitwise_or), (MPI.BXOR, np.bitwise_xor),
+                  (nan_op(True), np.maximum), (nan_op(False), np.minimum)):
+        if mpi_op == op:
+            return f
+    return mpi_op
 
 
 def quick_ok(op: Any, dtype: str, p: Any) -> bool:
@@ -57,10 +83,11 @@ def general(name: str, pg: Any, op: Any, p: Any, dst: Any, send: Any, counts: li
     c, dt = recv.size, mpi_datatype(recv.dtype)
     d = _direct.plan(pg, counts, [c] * n, scattered(name, pg, counts, c, what))
     sd, rd = _pack.displs(counts), [j * c for j in range(n)]
+    how = ufunc_of(p.mpi_op)
     if store is not None:
-        store[0][store[1]] = ("reduced", (sd, rd), None, dt, p.mpi_op, None, d)
+        store[0][store[1]] = ("reduced", (sd, rd), p.mpi_op, dt, how, None, d)
     scratch = np.empty(n * c, recv.dtype)
-    fin = then(partial(combine, p.mpi_op, dt, n, me, send.reshape(-1)[sd[me]:sd[me] + c],
+    fin = then(partial(combine, how, dt, n, me, send.reshape(-1)[sd[me]:sd[me] + c],
                        recv, scratch),
                _reduce.finisher(p, recv, dst, n))
     return _direct.issue(name, pg, d, ([send, (d.counts[0], sd), dt],
@@ -71,19 +98,30 @@ def general(name: str, pg: Any, op: Any, p: Any, dst: Any, send: Any, counts: li
 
 
 def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
-              depth: int = 7, sd: list[int] | None = None, own: Any = None,
-              key: tuple | None = None) -> None:
+              depth: int = 6, sd: list[int] | None = None, key: tuple | None = None) -> None:
     """A blocking call of a quick entry ``hit`` (:func:`general`'s) from ``s`` (the chunks:
-    an array, or a list's area with displacements ``sd`` and this rank's chunk ``own``)
-    into the array ``r``, its messages kept by the group (:func:`._direct.started`) by
-    ``key`` (default: the entry and ``s``'s address), the peers' chunks received into
-    the entry's own scratch array."""
-    _, (hsd, rd), _, dt, mpi_op, _, d = hit
-    me, n, c = group._rank, group._size, r.size
-    if sd is None:
-        sd, own = hsd, s.reshape(-1)[hsd[me]:hsd[me] + c]
-    _direct.started(op, group, d, ((s, (d.counts[0], sd), dt), (None, (d.counts[1], rd), dt),
-                                   mpi_op), (s, sd, None, rd, dt), None, keep, depth,
-                    hit=hit, key=(id(hit), _buffer(s).address) if key is None else key,
-                    scratch=(n * c, r.dtype),
-                    then=lambda scratch: combine(mpi_op, dt, n, me, own, r, scratch))
+    an array, or a list's area with displacements ``sd``) into the array ``r``, its
+    messages kept by the group (:func:`._direct.take`) by ``key`` (default: the entry
+    and ``s``'s address) and ``r``'s address. The entry owns the scratch array the peers'
+    chunks arrive in, and holds the reduction made once for them, over views of the
+    memory's address ranges (owning none: whatever array lies there now, the key fixes
+    its size and layout)."""
+    _, (hsd, rd), mpi_op, dt, how, _, d = hit
+    sd = hsd if sd is None else sd
+    ra = _buffer(r).address
+    key = (id(hit), _buffer(s).address, ra) if key is None else (*key, ra)
+    entry = _direct.take(group.kept, key, hit)
+    if entry is None:
+        me, n, c = group._rank, group._size, r.size
+        sbuf = _direct.span(s, True)
+        scratch = np.empty(n * c, r.dtype)
+        reqs = _direct.Direct.prepare(d, group.direct, (sbuf, sd, scratch, rd, dt))
+        own = np.frombuffer(sbuf, r.dtype)[sd[me]:sd[me] + c]
+        out = np.frombuffer(_fromaddress(ra, r.nbytes), r.dtype)
+        entry = (hit, reqs, [_Status() for _ in reqs], scratch, None if not c else partial(
+            how, own, scratch[(1 - me) * c:(2 - me) * c], out=out)
+            if n == 2 and type(how) is _ufunc else partial(combine, how, dt, n, me, own, out,
+                                                            scratch))
+    issue(op, group, d, ((s, (d.counts[0], sd), dt), (r, (d.counts[1], rd), dt), mpi_op),
+          (None, sd, None, rd, dt), None, entry[4], keep=keep, depth=depth, started=entry)
+    _direct.put_back(group.kept, key, entry)

@@ -117,11 +117,10 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
             hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, op, *inl[4]))
             if hit is not None and apart(inl, a):
                 if hit[0] == "reduced":  # direct messages (hit: _rsd.general's)
-                    adjacent, me = inl[7], pg._rank
+                    adjacent = inl[7]
                     sd = hit[1][0] if adjacent else displs(inl)
-                    _rsd.exchanged(name, pg, hit, inl[0], a, (output, tuple(input_list)), 5,
-                                   sd, inl[6][me], (id(hit), inl[2]) if adjacent else
-                                   (id(hit), inl[2], *sd))
+                    _rsd.exchanged(name, pg, hit, inl[0], a, (output, tuple(input_list)), 4,
+                                   sd, (id(hit), inl[2]) if adjacent else (id(hit), inl[2], *sd))
                     return None
                 method, counts, dt, mpi_op, sizes = hit
                 if inl[7]:  # adjacent
