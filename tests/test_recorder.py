@@ -94,6 +94,43 @@ def test_collectives_recorded_with_site_counts_root_and_state(rank, size, tmp_pa
 
 
 @pytest.mark.mpi(min_size=2)
+def test_direct_all_gathers_and_reduce_scatters_recorded_at_the_callers_line(rank, size,
+                                                                            tmp_path):
+    # each call twice: the general path, then the quick path's kept messages
+    first = _last_id()
+    x = np.full(3, rank, np.float32)
+    flat = np.empty(3 * size, np.float32)
+    chunks = list(flat.reshape(size, 3))
+    sep = [np.empty(j + 1, np.int64) for j in range(size)]
+    mine = np.full(rank + 1, rank, np.int64)
+    out = np.empty(3, np.float32)
+    lines = []
+    for _ in range(2):
+        dist.all_gather(chunks, x)
+        lines.append(_here())
+        dist.all_gather(sep, mine)
+        lines.append(_here())
+        dist.all_gather_into_tensor(flat, x)
+        lines.append(_here())
+        dist.reduce_scatter(out, chunks)
+        lines.append(_here())
+        dist.reduce_scatter_tensor(out, flat)
+        lines.append(_here())
+    _, recs = _dumped_since(first, tmp_path)
+    ops = ["all_gather", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+           "reduce_scatter_tensor"] * 2
+    assert [r["op"] for r in recs] == ops
+    assert [r["line"] for r in recs] == lines
+    assert all(r["file"] == __file__ and r["state"] == "completed" for r in recs)
+    for k in (0, 5):
+        assert (recs[k]["send"], recs[k]["recv"]) == ([3] * size, [3] * size)
+        assert (recs[k + 1]["send"], recs[k + 1]["recv"]) == (
+            [rank + 1] * size, [j + 1 for j in range(size)])
+    np.testing.assert_array_equal(flat, np.repeat(np.arange(size), 3))
+    np.testing.assert_array_equal(out, np.full(3, size * rank))
+
+
+@pytest.mark.mpi(min_size=2)
 def test_point_to_point_and_async_states(rank, size, tmp_path):
     first = _last_id()
     right, left = (rank + 1) % size, (rank - 1) % size
