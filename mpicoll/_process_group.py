@@ -21,8 +21,8 @@ _DIRECT: list[int] = []
 
 
 def direct_ranks() -> int:
-    """The largest group whose all_to_all, all_gather, gather and scatter go as point-to-point
-    messages (``MPICOLL_DIRECT``, default 8; 0: none), read once."""
+    """The largest group whose all_to_all, all_gather, reduce_scatter, gather and scatter
+    go as point-to-point messages (``MPICOLL_DIRECT``, default 8; 0: none), read once."""
     if not _DIRECT:
         raw = os.environ.get("MPICOLL_DIRECT", "")
         try:

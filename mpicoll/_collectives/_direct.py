@@ -225,6 +225,6 @@ def describe() -> str:
     """Which exchanges go direct, for ``python -m mpicoll info``."""
     if MAX_RANKS < 2:
         return f"never (MPICOLL_DIRECT={MAX_RANKS}): MPI collectives, their counts beside them"
-    return (f"all_to_all, all_gather, gather and scatter on groups of 2 to {MAX_RANKS} "
-            "ranks: point-to-point messages, each with its count in its tag; a repeated "
+    return ("all_to_all, all_gather, reduce_scatter, gather and scatter on groups of 2 "
+            f"to {MAX_RANKS} ranks: point-to-point messages, each with its count in its tag; a repeated "
             f"blocking call's kept as persistent ones (up to {KEPT} per group)")
