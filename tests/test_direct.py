@@ -334,10 +334,12 @@ def test_kept_messages_of_gathers_and_scatters(rank, size, group):
 
 
 @pytest.mark.mpi(min_size=3)
-def test_equal_exchanges_on_groups_where_this_process_has_another_rank(rank, size):
+@pytest.mark.parametrize("call", ["all_to_all_single", "all_gather_into_tensor",
+                                  "reduce_scatter_tensor", "all_gather", "reduce_scatter"])
+def test_equal_exchanges_on_groups_where_this_process_has_another_rank(call, rank, size):
     # process 1 is rank 1 of the first group and rank 0 of the second: each group's
-    # repeated equal all_to_all_single sends to that group's peers (the quick entry of the
-    # first group is not the second's)
+    # repeated equal call sends to that group's peers (the quick entry of the first group
+    # is not the second's: found for all_to_all_single, then reduce_scatter_tensor)
     first, second = dist.new_group([0, 1]), dist.new_group([1, 2])
     for k in range(4):
         for g, members in ((first, [0, 1]), (second, [1, 2])):
@@ -345,10 +347,27 @@ def test_equal_exchanges_on_groups_where_this_process_has_another_rank(rank, siz
                 continue
             me = members.index(rank)
             x = np.arange(4, dtype=np.float64) + 100 * me + 1000 * k
-            y = np.full(4, -1.0)
-            dist.all_to_all_single(y, x, group=g)
-            np.testing.assert_array_equal(
-                y, np.concatenate([np.arange(2 * me, 2 * me + 2) + 100.0 * j + 1000 * k
-                                   for j in range(2)]))
+            xs = [np.arange(4, dtype=np.float64) + 100 * j + 1000 * k for j in range(2)]
+            if call == "all_to_all_single":
+                y = np.full(4, -1.0)
+                dist.all_to_all_single(y, x, group=g)
+                want = np.concatenate([xs[j][2 * me:2 * me + 2] for j in range(2)])
+            elif call == "all_gather_into_tensor":
+                y = np.full(8, -1.0)
+                dist.all_gather_into_tensor(y, x, group=g)
+                want = np.concatenate(xs)
+            elif call == "reduce_scatter_tensor":
+                y = np.full(2, -1.0)
+                dist.reduce_scatter_tensor(y, x, group=g)
+                want = xs[0][2 * me:2 * me + 2] + xs[1][2 * me:2 * me + 2]
+            elif call == "all_gather":
+                y = np.full(8, -1.0)
+                dist.all_gather(list(y.reshape(2, 4)), x, group=g)
+                want = np.concatenate(xs)
+            else:
+                y = np.full(2, -1.0)
+                dist.reduce_scatter(y, list(x.reshape(2, 2)), group=g)
+                want = xs[0][2 * me:2 * me + 2] + xs[1][2 * me:2 * me + 2]
+            np.testing.assert_array_equal(y, want)
     dist.destroy_process_group(first)
     dist.destroy_process_group(second)

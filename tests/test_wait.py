@@ -132,3 +132,53 @@ def test_interrupted_direct_exchange_keeps_its_messages(rank, size, blocking):
     dist.all_to_all_single(y, x, [rows] * size, [rows] * size)
     np.testing.assert_array_equal(y, want)
     assert all(r for entry in pg.kept.values() for r in entry[1])
+
+
+def _interrupt_at_return_of(function: str):
+    """A trace function that raises KeyboardInterrupt as ``function`` returns (its work
+    done), where a SIGINT's Python handler could raise it too."""
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == function:
+            def local(frame, event, arg):
+                if event == "return":
+                    sys.settrace(None)
+                    raise KeyboardInterrupt
+                return local
+            return local
+        return None
+    return tracer
+
+
+@pytest.mark.parametrize("blocking", ["quick", "general"])
+def test_interrupt_after_the_messages_completed_still_reduces(rank, size, blocking):
+    # a direct reduce_scatter reduces once its messages complete: an interrupt that comes
+    # as its wait returns (nothing left pending, so no Work) must not skip that
+    from mpicoll._collectives import _direct
+
+    if not 1 < size <= _direct.MAX_RANKS:
+        pytest.skip("needs a late peer on a group small enough to exchange directly")
+    n = 3 if blocking == "quick" else 2  # (a first call of its shape: the general path)
+    x = np.arange(n * size, dtype=np.float64) + 100 * rank
+    y = np.full(n, -1.0)
+    if blocking == "quick":
+        dist.reduce_scatter_tensor(y, x)
+        y[:] = -1.0
+    want = sum(np.arange(n * rank, n * (rank + 1)) + 100.0 * j for j in range(size))
+    pg = resolve(None, "test")
+    if rank == 0:
+        before = set(_pending.pending)
+        sys.settrace(_interrupt_at_return_of("wait_requests"))
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                dist.reduce_scatter_tensor(y, x)
+        finally:
+            sys.settrace(None)
+        assert set(_pending.pending) == before  # nothing left pending
+    else:
+        time.sleep(0.3)  # rank 0 is waiting by now
+        dist.reduce_scatter_tensor(y, x)
+    np.testing.assert_array_equal(y, want)
+    y[:] = -1.0  # and the same call again
+    dist.reduce_scatter_tensor(y, x)
+    np.testing.assert_array_equal(y, want)
+    _pending.wait_pending(pg)

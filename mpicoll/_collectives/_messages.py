@@ -167,9 +167,11 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
             copy[0][copy[1]] = copy[2]
         if started is not None and all(r.Get_status() for r in reqs):
             # (persistent requests are never null: complete, waited for or not, they
-            # leave nothing pending)
+            # leave nothing pending; what follows them done before the interrupt goes
+            # on: a reduce_scatter's reduction, a sizes check)
             done(rec)
             free(reqs)
+            _compared(direct, sts, me, dt, finalize)
         elif any(reqs):
             compared = partial(_compared, direct, sts, me, dt, finalize)
             Work(op, reqs, compared if started is None else partial(_freed_after, reqs, compared),
@@ -179,6 +181,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
                  rec=rec, statuses=sts)
         else:  # (all completed as the wait returned)
             done(rec)
+            _compared(direct, sts, me, dt, finalize)
         raise
     try:
         direct.check(sts, me, dt)

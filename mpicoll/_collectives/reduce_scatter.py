@@ -37,7 +37,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     # the common call, on shapes, dtype and op an earlier call of the general path
     # validated and found needing no step after MPI's
     if type(op) is ReduceOp and not async_op and \
-            quick_exchange(name, pg, output, input, _QUICK, op):
+            quick_exchange(name, pg, output, input, _QUICK, (op, pg._rank)):
         return None
     n = pg._size  # nranks, without the property's call
     src = as_buffer(input, op=name, name="input")
@@ -50,7 +50,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
             src.detach_input()
         return _rsd.general(name, pg, op, p, dst, _reduce.send_side(p, src.array, src.dtype),
                             [dst.numel] * n, "", [output], None, async_op,
-                            (_QUICK, exchange_key(dst.array, src.array, pg, op))
+                            (_QUICK, exchange_key(dst.array, src.array, pg, (op, pg._rank)))
                             if _rsd.quick_ok(op, dst.dtype, p) else None)
     block = block_reduce_scatter(src.array.nbytes)
     if type(op) is ReduceOp and dst.dtype in PLAIN and \
@@ -59,7 +59,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
         if src.array.size <= INT_MAX:
             dt = mpi_datatype(arr.dtype)
             # (the MPI op, or the counts and the op: what follows the buffers)
-            _QUICK[exchange_key(arr, src.array, pg, op)] = (
+            _QUICK[exchange_key(arr, src.array, pg, (op, pg._rank))] = (
                 "Ireduce_scatter_block", arr.size, arr.size, dt, (p.mpi_op,), None, None) \
                 if block else ("Ireduce_scatter", src.array.size, arr.size, dt,
                                ([arr.size] * n, p.mpi_op), None, None)
@@ -79,8 +79,8 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
                  sig=lambda: {"dtype": dst.dtype, "numel": count, "reduce_op": op_name(op)})
 
 
-# quick_exchange's table for reduce_scatter_tensor (extra: the ReduceOp): the calls the
-# general path validated
+# quick_exchange's table for reduce_scatter_tensor (extra: the ReduceOp and the group
+# rank, on which a direct call's messages depend): the calls the general path validated
 _QUICK: dict[tuple, tuple[str, int, int, Any, Any, None, None]] = {}
 
 # reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the

@@ -167,8 +167,9 @@ def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
     elif kind in _EXCHANGES and spec[0] is None and (kind != "all_to_all" or
                                                      spec[1] is None):
         name, table = _EXCHANGES[kind]  # even forms (the uneven ones keep run's path)
+        # (the group rank: a direct call's messages depend on it)
         extra = (t.rank if kind in ("all_gather", "all_to_all") else
-                 reduce_op(spec[1]) if kind == "reduce_scatter" else None)
+                 (reduce_op(spec[1]), t.rank) if kind == "reduce_scatter" else None)
         key = (dtype, in_shape, dtype, out_shape, t.size, extra)
     else:
         return None
