@@ -479,3 +479,54 @@ def test_sizes_that_disagree_raise_size_mismatch(rank, size):
             tdist.all_to_all(outs, ins)
     else:
         tdist.all_to_all(outs, ins)
+
+
+def _raises_on(ranks, rank, call, match):
+    """``call()`` raises SizeMismatch (a DistBackendError too) holding ``match`` on
+    ``ranks`` only; the others return."""
+    if rank in ranks:
+        with pytest.raises(tdist.DistBackendError) as e:
+            call()
+        assert isinstance(e.value, SizeMismatch) and match in str(e.value), str(e.value)
+    else:
+        call()
+
+
+@pytest.mark.mpi(min_size=2)
+def test_the_other_sizes_that_disagree_raise_where_the_output_is_wrong(rank, size):
+    # issue 33's other mistakes through torch, each made by rank 1 against rank 0, twice
+    # (the second call takes the quick path where there is one)
+    for _ in range(2):
+        mine = torch.full((6 if rank == 1 else 4,), float(rank))
+        slots = [torch.zeros(6 if j == 1 and rank != 0 else 4) for j in range(size)]
+        _raises_on({0}, rank, lambda: tdist.all_gather(slots, mine),
+                   "rank 1 sends 6 elements to rank 0, whose tensor_list[1] holds 4")
+        if rank != 0:
+            assert [s.tolist() for s in slots] == [[float(j)] * len(s)
+                                                    for j, s in enumerate(slots)]
+        sent = torch.full((2 if rank == 1 else 3,), float(rank))
+        got = [torch.zeros(3) for _ in range(size)] if rank == 0 else None
+        _raises_on({0}, rank, lambda: tdist.gather(sent, got, dst=0),
+                   "rank 1 sends 2 elements, and gather_list[1] on the root (rank 0) holds 3")
+        parts = [torch.full((1 if j == 1 else 2,), float(j)) for j in range(size)] \
+            if rank == 0 else None
+        into = torch.zeros(2)
+        _raises_on({1}, rank, lambda: tdist.scatter(into, parts, src=0),
+                   "the root (rank 0) sends 1 element in scatter_list[1], and tensor on "
+                   "rank 1 holds 2")
+        chunks = [torch.ones(3 if rank == 1 and j == 0 else 4) for j in range(size)]
+        out = torch.zeros(4)
+        _raises_on({0}, rank, lambda: tdist.reduce_scatter(out, chunks),
+                   "rank 1's chunk for rank 0 (its input_list[0]) has 3 elements, and "
+                   "output on rank 0 holds 4")
+        if rank != 0:
+            assert out.tolist() == [float(size)] * 4
+        # the tensor forms: rank 1's blocks are 3 where the others' are 2, so every rank
+        # receives a block of a size it did not expect
+        n = 3 if rank == 1 else 2
+        _raises_on(range(size), rank, lambda: tdist.all_gather_into_tensor(
+            torch.zeros(n * size), torch.ones(n)), "all_gather_into_tensor: the ranks "
+            "disagree on sizes")
+        _raises_on(range(size), rank, lambda: tdist.reduce_scatter_tensor(
+            torch.zeros(n), torch.ones(n * size)), "reduce_scatter_tensor: the ranks "
+            "disagree on sizes")
