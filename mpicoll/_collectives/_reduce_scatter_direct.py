@@ -115,13 +115,16 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
         me, n, c = group._rank, group._size, r.size
         sbuf = _direct.span(s, True)
         scratch = np.empty(n * c, r.dtype)
-        reqs = _direct.Direct.prepare(d, group.direct, (sbuf, sd, scratch, rd, dt))
+        reqs = d.prepare(group.direct, (sbuf, sd, scratch, rd, dt))
         own = np.frombuffer(sbuf, r.dtype)[sd[me]:sd[me] + c]
         out = np.frombuffer(_fromaddress(ra, r.nbytes), r.dtype)
-        entry = (hit, reqs, [_Status() for _ in reqs], scratch, None if not c else partial(
-            how, own, scratch[(1 - me) * c:(2 - me) * c], out=out)
-            if n == 2 and type(how) is _ufunc else partial(combine, how, dt, n, me, own, out,
-                                                            scratch))
+        if not c:
+            reduced = None
+        elif n == 2 and type(how) is _ufunc:  # (one peer: one ufunc call)
+            reduced = partial(how, own, scratch[(1 - me) * c:(2 - me) * c], out=out)
+        else:
+            reduced = partial(combine, how, dt, n, me, own, out, scratch)
+        entry = (hit, reqs, [_Status() for _ in reqs], scratch, reduced)
     issue(op, group, d, ((s, (d.counts[0], sd), dt), (r, (d.counts[1], rd), dt), mpi_op),
           (None, sd, None, rd, dt), None, entry[4], keep=keep, depth=depth, started=entry)
     _direct.put_back(group.kept, key, entry)
