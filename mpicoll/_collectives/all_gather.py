@@ -1,5 +1,6 @@
 """[2] all_gather (list) -> Allgather / Allgatherv; all_gather_into_tensor -> Allgather
-(both -> Alltoallv where _choices says so)."""
+(both -> Alltoallv where _choices says so; on groups of up to 8 ranks, point-to-point
+messages: _all_gather_direct)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""[2] reduce_scatter_tensor -> Reduce_scatter_block; reduce_scatter (list) -> Reduce_scatter."""
+"""[2] reduce_scatter_tensor -> Reduce_scatter_block; reduce_scatter (list) -> Reduce_scatter
+(on groups of up to 8 ranks, point-to-point messages reduced locally: _reduce_scatter_direct)."""
 
 from __future__ import annotations
 
