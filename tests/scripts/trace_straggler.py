@@ -1,6 +1,7 @@
-"""Every rank makes 12 all_reduces and 4 all_to_all_singles; the last rank sleeps 30 ms
-before each call, so it arrives last every time (the ranks start together). The job
-ends normally: each rank writes its flight record at exit (MPICOLL_TRACE_DIR)."""
+"""Every rank makes 12 all_reduces and 4 all_to_all_singles; the last rank sleeps 200 ms
+before each call, so it arrives last every time (the ranks start together; 30 ms was
+less than what 4 ranks on 2 cores in CI stalled a rank for once). The job ends
+normally: each rank writes its flight record at exit (MPICOLL_TRACE_DIR)."""
 import time
 
 import numpy as np
@@ -16,7 +17,7 @@ x = np.ones(1024, np.float32)
 out = np.empty(4 * size, np.float32)
 for i in range(16):
     if rank == size - 1:
-        time.sleep(0.03)
+        time.sleep(0.2)
     if i % 4 == 3:
         dist.all_to_all_single(out, np.ones(4 * size, np.float32))
     else:
