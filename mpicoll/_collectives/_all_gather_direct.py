@@ -6,6 +6,7 @@ no message beside the data."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -65,15 +66,11 @@ def listed(pg: Any, src: Any, sendspec: Any, recv: Any, staged: bool, counts: li
     send = recv[rd[me]:rd[me] + c] if sendspec is MPI.IN_PLACE else sendspec[0]
     if src.dtype in PLAIN:
         table[(recv.dtype, c, me, *counts)] = ("direct", rd, dt, None, None, d)
-
-    def finish() -> None:
-        if staged:
-            _pack.unpack(recv, outs)
-
     return _direct.issue(name, pg, d, ([send, (d.counts[0], d.zeros), dt],
                                        [recv, (d.counts[1], rd), dt]),
                          (send, d.zeros, recv, rd, dt),
                          own_block_copy(send, recv, (0, rd[me], c))
                          if c and sendspec is not MPI.IN_PLACE else None,
-                         finish if staged else None, async_op, list(tensor_list), keep=outs,
+                         partial(_pack.unpack, recv, outs) if staged else None, async_op,
+                         list(tensor_list), keep=outs,
                          sig=lambda: {"dtype": src.dtype, "counts": counts}, depth=4)

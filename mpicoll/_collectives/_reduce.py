@@ -19,11 +19,17 @@ from .reduce_op import Plan, ReduceOp
 QUICK: dict[tuple[Any, ReduceOp], tuple[Any, Any]] = {}
 
 
+def repeatable(op: Any, dtype: str, plan: Plan) -> bool:
+    """Whether a quick path can repeat a reduction the general path validated: a ReduceOp
+    (not a premul_sum's), a plain dtype, nothing after MPI's (widening, AVG, a factor)."""
+    return type(op) is ReduceOp and dtype in PLAIN and \
+        not (plan.widen or plan.average or plan.factor is not None)
+
+
 def remember(buf: Buffer, op: Any, plan: Plan) -> None:
     """Store in :data:`QUICK` a reduction the general path validated, if the quick path
-    can repeat it: a ReduceOp (not a premul_sum's), a plain dtype, nothing after MPI's."""
-    if type(op) is ReduceOp and buf.dtype in PLAIN and \
-            not (plan.widen or plan.average or plan.factor is not None):
+    can repeat it (:func:`repeatable`)."""
+    if repeatable(op, buf.dtype, plan):
         QUICK[(buf.array.dtype, op)] = (mpi_datatype(buf.array.dtype), plan.mpi_op)
 
 

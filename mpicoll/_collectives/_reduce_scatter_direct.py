@@ -1,8 +1,8 @@
 """[2] reduce_scatter and reduce_scatter_tensor as direct messages (:mod:`._direct`): each
 rank sends its chunk for rank j to rank j, receives every peer's chunk for it into a
-scratch array, and reduces them into its output locally with the MPI op itself
-(``MPI_Reduce_local``: MPI's own reduction, user-defined ops included), as MPI's
-pairwise reduce_scatter does. Each receive's tag tells what its peer sent, so a chunk
+scratch array, and reduces them into its output locally, in rank order, as MPI's
+pairwise reduce_scatter does: with the op's numpy ufunc (one pass a peer, no copy;
+:func:`ufunc_of`), else with the MPI op itself (``MPI_Reduce_local``). Each receive's tag tells what its peer sent, so a chunk
 whose size disagrees raises on the rank it was for (:class:`~mpicoll.errors.SizeMismatch`)
 with no message beside the data."""
 
@@ -14,14 +14,13 @@ from typing import Any
 import numpy as np
 
 from .._adapter.dtypes import mpi_datatype
-from .._adapter.views import PLAIN
 from .._mpi import MPI
 from .._work import Work
 from . import _direct, _pack, _reduce
 from ._messages import issue
 from ._own_block import then
 from ._sizes import scattered
-from .reduce_op import ReduceOp, nan_op, op_name
+from .reduce_op import nan_op, op_name
 
 _buffer = MPI.buffer
 _fromaddress = MPI.buffer.fromaddress
@@ -63,13 +62,6 @@ def ufunc_of(mpi_op: Any) -> Any:
         if mpi_op == op:
             return f
     return mpi_op
-
-
-def quick_ok(op: Any, dtype: str, p: Any) -> bool:
-    """Whether a call's entry can be repeated by the quick path: a ReduceOp, a plain
-    dtype, no step after MPI's (widening, AVG, a factor)."""
-    return type(op) is ReduceOp and dtype in PLAIN and \
-        not (p.widen or p.average or p.factor is not None)
 
 
 def general(name: str, pg: Any, op: Any, p: Any, dst: Any, send: Any, counts: list[int],

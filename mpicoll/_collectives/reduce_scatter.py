@@ -9,7 +9,6 @@ import numpy as np
 
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
-from .._adapter.views import PLAIN
 from .._process_group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
@@ -52,10 +51,9 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
         return _rsd.general(name, pg, op, p, dst, _reduce.send_side(p, src.array, src.dtype),
                             [dst.numel] * n, "", [output], None, async_op,
                             (_QUICK, exchange_key(dst.array, src.array, pg, (op, pg._rank)))
-                            if _rsd.quick_ok(op, dst.dtype, p) else None)
+                            if _reduce.repeatable(op, dst.dtype, p) else None)
     block = block_reduce_scatter(src.array.nbytes)
-    if type(op) is ReduceOp and dst.dtype in PLAIN and \
-            not (p.widen or p.average or p.factor is not None):
+    if _reduce.repeatable(op, dst.dtype, p):
         arr = dst.array
         if src.array.size <= INT_MAX:
             dt = mpi_datatype(arr.dtype)
@@ -154,7 +152,7 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
         return _rsd.general(name, pg, op, p, dst, send, counts, f" (its input_list[{pg._rank}])",
                             [output], ins, async_op, (_QUICK_LISTS, (
                                 dst.array.dtype, dst.numel, pg._rank, op, *counts))
-                            if _rsd.quick_ok(op, dst.dtype, p) else None)
+                            if _reduce.repeatable(op, dst.dtype, p) else None)
     recv = _reduce.recv_side(p, dst.array, dst.dtype)
     dt = mpi_datatype(recv.dtype)
     # the counts travel beside the data (_sizes); the same call on every rank even where
@@ -165,8 +163,7 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
                                                 p.mpi_op)
     else:
         method, args = "Reduce_scatter", ([send, dt], [recv, dt], counts, p.mpi_op)
-    if type(op) is ReduceOp and dst.dtype in PLAIN and \
-            not (p.widen or p.average or p.factor is not None):
+    if _reduce.repeatable(op, dst.dtype, p):
         _QUICK_LISTS[(recv.dtype, dst.numel, pg.my_rank, op, *counts)] = (
             "I" + method[0].lower() + method[1:],
             counts[0] if method == "Reduce_scatter_block" else list(counts), dt, p.mpi_op,
