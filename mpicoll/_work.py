@@ -31,7 +31,8 @@ class Work:
     post-steps (AVG's divide, low-precision rounding) run at completion.
     """
 
-    __slots__ = ("_done", "_exc", "_explain", "_finalize", "_keep", "_mem", "_n", "_on_status",
+    __slots__ = ("_agree", "_done", "_exc", "_explain", "_finalize", "_keep", "_mem", "_n",
+                 "_on_status",
                  "_outputs", "_rec", "_reqs", "_source", "_statuses", "group", "op", "peer",
                  "seq")
 
@@ -39,8 +40,13 @@ class Work:
                  keep: Any = None, outputs: list[Any] | None = None, group: Any = None,
                  seq: int = 0, on_status: Callable[[Any], int] | None = None,
                  peer: int | None = None, explain: Callable[[], Any] | None = None,
-                 rec: list | None = None, statuses: list[Any] | None = None) -> None:
+                 rec: list | None = None, statuses: list[Any] | None = None,
+                 agree: Callable[[], bool] | None = None) -> None:
         self.op = op
+        # data beside its counts (reqs: [data, counts]; _collectives/_sizes): whether the
+        # counts received agree, once they have; where they do not, the data is not waited
+        # for (:meth:`_given_up`)
+        self._agree = agree
         # one per request, filled at completion (point-to-point requests: _collectives/
         # _direct reads the counts its receives got), or None
         self._statuses = statuses
@@ -117,6 +123,18 @@ class Work:
         self._exc = e
         self._finalize = self._keep = None
 
+    def _given_up(self) -> bool:
+        """Whether the counts beside the data have arrived and disagree while the data has
+        not: then the data is left to MPI, which may never complete it (Open MPI ends a
+        collective's schedule on a rank whose receive was cut short; its peers wait for
+        ever), its buffers kept alive (:data:`ABANDONED`), and the Work completes, its
+        finalize raising the counts' error."""
+        if self._agree is None or not self._reqs[1].Test() or self._reqs[0].Test() or \
+                self._agree():
+            return False
+        ABANDONED.append((self._reqs[0], self._keep))
+        return True
+
     def _status(self) -> Any:
         return MPI.Status() if self._on_status is not None else None
 
@@ -132,8 +150,12 @@ class Work:
             status = self._status()
             _waiting(self._rec)
             try:
-                wait_requests(self._reqs, self.op, self.group, self.seq, self._keep, timeout,
-                              status, self.peer, self._statuses)
+                if self._agree is not None:  # the counts first (_given_up)
+                    wait_requests(self._reqs[1:], self.op, self.group, self.seq, self._keep,
+                                  timeout)
+                if not self._given_up():
+                    wait_requests(self._reqs, self.op, self.group, self.seq, self._keep,
+                                  timeout, status, self.peer, self._statuses)
             except MPI.Exception as e:
                 self._fail(e)
             else:
@@ -156,7 +178,7 @@ class Work:
             except MPI.Exception as e:
                 self._fail(e)
                 return True
-            if not done:
+            if not done and not self._given_up():
                 return False
             self._complete(status)
         return True
@@ -186,3 +208,9 @@ class Work:
     def __repr__(self) -> str:
         state = "completed" if self._done else "pending"
         return f"<mpicoll.Work {self.op} {state}>"
+
+
+# the data of calls whose counts disagreed, not waited for (Work._given_up, and a
+# blocking call's wait: _collectives/_waits): MPI may still write into their buffers, or
+# never complete them, so the requests and buffers are kept for the process's life
+ABANDONED: list[tuple] = []

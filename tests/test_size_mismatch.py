@@ -124,8 +124,8 @@ def test_all_gather_sizes_that_differ_across_ranks(rank, size, group):
 @pytest.mark.parametrize("async_op", [False, True])
 def test_all_gather_into_tensor_sizes_that_differ_across_ranks(async_op, rank, size, group):
     # rank 1 gathers 3 elements a rank where the others gather 2: every rank receives a
-    # block of a size it did not expect from some peer, so every rank raises
-    _direct_only(group)
+    # block of a size it did not expect from some peer (direct messages), or every rank
+    # compares the sizes (MPI's collective, on larger groups), so every rank raises
     for _ in range(2):
         n = 3 if rank == 1 else 2
         out = np.full(n * size, SENTINEL, np.float32)
@@ -136,8 +136,11 @@ def test_all_gather_into_tensor_sizes_that_differ_across_ranks(async_op, rank, s
             if work is not None:
                 work.wait()
         peer, sent = (0, 2) if rank == 1 else (1, 3)
-        _raises_on(range(size), rank, call, "all_gather_into_tensor", f"rank {peer} sends "
-                   f"{sent} elements to rank {rank}, whose output_tensor holds {n} for it")
+        said = (f"rank {peer} sends {sent} elements to rank {rank}, whose output_tensor "
+                f"holds {n} for it") if _direct.chosen(group) else (
+            f"the size of input_tensor is from 2 to 3 elements across the ranks ({n} on "
+            f"rank {rank})")
+        _raises_on(range(size), rank, call, "all_gather_into_tensor", said)
 
 
 _RELAYED = """
@@ -155,13 +158,32 @@ try:
     dist.reduce_scatter(np.zeros(4, np.float32), chunks)
 except SizeMismatch as e:
     print(f"rank {rank}: {e}", flush=True)
+n = 3 if rank == 1 else 2
+for async_op in (False, False, True):  # (the second call: the quick path)
+    try:
+        w = dist.all_gather_into_tensor(np.zeros(n * size, np.float32), np.ones(n, np.float32),
+                                        async_op=async_op)
+        w and w.wait()
+    except SizeMismatch as e:
+        print(f"rank {rank}: {e}", flush=True)
+    try:
+        w = dist.reduce_scatter_tensor(np.zeros(n), np.ones(n * size), async_op=async_op)
+        w and w.wait()
+    except SizeMismatch as e:
+        print(f"rank {rank}: {e}", flush=True)
+dist.barrier()
+out = np.zeros(2 * size, np.float32)  # what follows is right again
+dist.all_gather_into_tensor(out, np.full(2, rank, np.float32))
+print(f"rank {rank}: after: {out.tolist()}", flush=True)
 """
 
 
 @pytest.mark.spawn
 def test_through_mpi_collectives_every_rank_raises():
     # where all_gather and reduce_scatter are MPI's collectives (larger groups; here
-    # MPICOLL_DIRECT=0), which may relay blocks between ranks, every rank raises
+    # MPICOLL_DIRECT=0), which may relay blocks between ranks, every rank raises, blocking
+    # and async, also where the MPI never completes the data on some rank (Open MPI ends
+    # a schedule whose receive was cut short), and the calls that follow are right
     res = run(2, ["-c", _RELAYED], timeout=60, MPICOLL_DIRECT="0")
     assert res.returncode == 0, res.stdout + res.stderr
     for r in range(2):
@@ -171,6 +193,13 @@ def test_through_mpi_collectives_every_rank_raises():
         assert (f"rank {r}: reduce_scatter: the ranks disagree on sizes: the size of "
                 "input_list[0] (the chunk for rank 0) is from 3 to 4 elements across the "
                 f"ranks ({3 if r == 1 else 4} on rank {r})") in res.stdout, res.stdout
+        n = 3 if r == 1 else 2
+        for op, what in (("all_gather_into_tensor", "input_tensor"),
+                         ("reduce_scatter_tensor", "output (each rank's chunk)")):
+            said = (f"rank {r}: {op}: the ranks disagree on sizes: the size of {what} is "
+                    f"from 2 to 3 elements across the ranks ({n} on rank {r})")
+            assert res.stdout.count(said) == 3, res.stdout
+        assert f"rank {r}: after: [0.0, 0.0, 1.0, 1.0]" in res.stdout, res.stdout
 
 
 @MULTI
@@ -219,8 +248,8 @@ def test_reduce_scatter_a_chunk_is_shorter(rank, size, group):
 @pytest.mark.parametrize("async_op", [False, True])
 def test_reduce_scatter_tensor_sizes_that_differ_across_ranks(async_op, rank, size, group):
     # rank 1 scatters chunks of 3 where the others scatter 2: every rank receives a chunk
-    # of a size it did not expect from some peer, so every rank raises
-    _direct_only(group)
+    # of a size it did not expect from some peer (direct messages), or every rank
+    # compares the sizes (MPI's collective, on larger groups), so every rank raises
     for _ in range(2):
         n = 3 if rank == 1 else 2
         out = np.full(n, SENTINEL, np.float64)
@@ -231,8 +260,11 @@ def test_reduce_scatter_tensor_sizes_that_differ_across_ranks(async_op, rank, si
             if work is not None:
                 work.wait()
         peer, sent = (0, 2) if rank == 1 else (1, 3)
-        _raises_on(range(size), rank, call, "reduce_scatter_tensor", f"rank {peer}'s chunk "
-                   f"for rank {rank} has {sent} elements, and output on rank {rank} holds {n}")
+        said = (f"rank {peer}'s chunk for rank {rank} has {sent} elements, and output on rank "
+                f"{rank} holds {n}") if _direct.chosen(group) else (
+            f"the size of output (each rank's chunk) is from 2 to 3 elements across the "
+            f"ranks ({n} on rank {rank})")
+        _raises_on(range(size), rank, call, "reduce_scatter_tensor", said)
 
 
 @MULTI

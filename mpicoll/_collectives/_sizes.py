@@ -91,6 +91,10 @@ class Sizes:
                 return None
         return ring
 
+    def agree(self, recv: Any) -> bool:
+        """Whether the counts received are those expected (or none are compared here)."""
+        return self.expected is None or recv.tobytes() == self.expected
+
     def check(self, recv: Any, me: int) -> None:
         """Raise SizeMismatch if the counts received differ from those expected
         (``me``: this rank in the group)."""

@@ -10,7 +10,7 @@ from .._describe import mpi_error
 from .._mpi import MPI
 from .._recorder import done, waiting
 from .._wait import wait_requests
-from .._work import Work
+from .._work import ABANDONED, Work
 from ._counts_ring import UNSURE
 from ._sizes import Sizes
 
@@ -68,12 +68,20 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
 
     if async_op:
         return _owns(ring, slot, Work(op, [req, creq], compared, keep=(args, keep, crecv),
-                                outputs=outputs, group=group, seq=seq, explain=explain, rec=rec))
-    reqs = [req, creq]
+                                outputs=outputs, group=group, seq=seq, explain=explain, rec=rec,
+                                agree=lambda: sizes.agree(crecv)))
     try:
         if not (req.Test() and creq.Test()):  # (Test of a completed request: True)
             waiting(rec)
-            wait_requests(reqs, op, group, seq, args)
+            # the counts first: they come even where the data never does (Open MPI ends
+            # a collective's schedule on a rank whose receive was cut short, and the
+            # peers it would have sent to wait for ever), so counts that disagree raise
+            # at once, the data left to MPI (abandoned, its buffers kept)
+            wait_requests([creq], op, group, seq, args)
+            if req.Test() or sizes.agree(crecv):
+                wait_requests([req], op, group, seq, args)
+            else:
+                ABANDONED.append((req, (args, keep)))
     except MPI.Exception as e:
         # an MPI that reports the mismatch itself (Open MPI: a truncated message): the
         # counts, where they have arrived, say more
@@ -86,7 +94,8 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         # pending Work, as if the call had been made with async_op=True
         if req or (creq if ring is None else not creq.Test()):
             _owns(ring, slot, Work(op, [req, creq], compared, keep=(args, keep, crecv),
-                             outputs=outputs, group=group, seq=seq, explain=explain, rec=rec))
+                             outputs=outputs, group=group, seq=seq, explain=explain, rec=rec,
+                             agree=lambda: sizes.agree(crecv)))
         else:
             done(rec)  # (both completed as the wait returned)
         raise

@@ -55,11 +55,13 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     if _direct.chosen(pg):  # (the group's size alone decides: alike on every rank)
         return _all_gather_direct.into_tensor(pg, src, dst, output_tensor, count, dt,
                                                 async_op, _QUICK)
+    # the counts beside the data, every rank comparing (MPI relays blocks between ranks)
+    sizes = agreed(name, pg, [count], "input_tensor")
     by_a2a = _by_alltoallv(pg.my_rank, count, [count] * n, rarr.nbytes)
     if src.dtype in PLAIN and rarr.size <= INT_MAX:
         _QUICK[exchange_key(rarr, src.array, pg, pg.my_rank)] = \
-            ("Iallgather", count, count, dt, None, None, None) if by_a2a is None else \
-            ("Ialltoallv", by_a2a[0], by_a2a[1], dt, None, by_a2a[2], None)
+            ("Iallgather", count, count, dt, None, None, sizes) if by_a2a is None else \
+            ("Ialltoallv", by_a2a[0], by_a2a[1], dt, None, by_a2a[2], sizes)
     sendspec: Any = [src.array, count, dt]
     if count and np.may_share_memory(src.view, dst.view):
         mine = rarr.reshape(-1)[pg.my_rank * count:(pg.my_rank + 1) * count]
@@ -74,7 +76,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
         method, args = "Alltoallv", ([send, by_a2a[0], dt], [rarr, by_a2a[1], dt])
         finish = then(own_copy(send, rarr, by_a2a[2]), finish)
     return issue(name, pg, method, args, finish, async_op, [output_tensor],
-                 sig=lambda: {"dtype": src.dtype, "numel": count})
+                 sig=lambda: {"dtype": src.dtype, "numel": count}, sizes=sizes)
 
 
 def _by_alltoallv(me: int, count: int, counts: list[int],
@@ -96,7 +98,7 @@ def _by_alltoallv(me: int, count: int, counts: list[int],
 
 
 # quick_exchange's table for all_gather_into_tensor: the calls the general path validated
-_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any, None]] = {}
+_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any, Any]] = {}
 
 # all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) ->
 # (nonblocking method, receive counts (with displacements for Iallgatherv and

@@ -53,15 +53,17 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
                             (_QUICK, exchange_key(dst.array, src.array, pg, (op, pg._rank)))
                             if _reduce.repeatable(op, dst.dtype, p) else None)
     block = block_reduce_scatter(src.array.nbytes)
+    # the counts beside the data, every rank comparing (MPI relays chunks between ranks)
+    sizes = agreed(name, pg, [dst.numel], "output (each rank's chunk)")
     if _reduce.repeatable(op, dst.dtype, p):
         arr = dst.array
         if src.array.size <= INT_MAX:
             dt = mpi_datatype(arr.dtype)
             # (the MPI op, or the counts and the op: what follows the buffers)
             _QUICK[exchange_key(arr, src.array, pg, (op, pg._rank))] = (
-                "Ireduce_scatter_block", arr.size, arr.size, dt, (p.mpi_op,), None, None) \
+                "Ireduce_scatter_block", arr.size, arr.size, dt, (p.mpi_op,), None, sizes) \
                 if block else ("Ireduce_scatter", src.array.size, arr.size, dt,
-                               ([arr.size] * n, p.mpi_op), None, None)
+                               ([arr.size] * n, p.mpi_op), None, sizes)
     if np.may_share_memory(src.view, dst.view):
         src.detach_input()
     send = _reduce.send_side(p, src.array, src.dtype)
@@ -75,12 +77,13 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
                                           [count] * n, p.mpi_op)
     fin = _reduce.finisher(p, recv, dst, n)
     return issue(name, pg, method, args, fin, async_op, [output],
-                 sig=lambda: {"dtype": dst.dtype, "numel": count, "reduce_op": op_name(op)})
+                 sig=lambda: {"dtype": dst.dtype, "numel": count, "reduce_op": op_name(op)},
+                 sizes=sizes)
 
 
 # quick_exchange's table for reduce_scatter_tensor (extra: the ReduceOp and the group
 # rank, on which a direct call's messages depend): the calls the general path validated
-_QUICK: dict[tuple, tuple[str, int, int, Any, Any, None, None]] = {}
+_QUICK: dict[tuple, tuple[str, int, int, Any, Any, None, Any]] = {}
 
 # reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the
 # list) ->

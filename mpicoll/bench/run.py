@@ -34,6 +34,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--no-gloo", action="store_true", help="skip torch's gloo backend")
     ap.add_argument("--max-bytes", type=int, default=64 << 20)
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per size")
+    ap.add_argument("--sizes", type=int, nargs="+", default=None,
+                    help="bytes per rank to measure (default: 8 B to --max-bytes)")
 
 
 def select(ops: str | None) -> list[Case]:
@@ -148,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         import mpicoll.torch  # noqa: F401
 
         mpg = td.new_group(list(range(p)), backend="mpicoll")
-    sizes = [s for s in SIZES if s <= args.max_bytes]
+    sizes = args.sizes or [s for s in SIZES if s <= args.max_bytes]
     if args.quick:
         sizes = sizes[::2]
     rows = []
