@@ -143,6 +143,32 @@ def test_all_gather_into_tensor_sizes_that_differ_across_ranks(async_op, rank, s
         _raises_on(range(size), rank, call, "all_gather_into_tensor", said)
 
 
+@MULTI
+@pytest.mark.parametrize("async_op", [False, True])
+def test_all_gather_coalesced_sizes_that_differ_across_ranks(async_op, rank, size, group):
+    # rank 1's input list holds 3 + 2 elements where the others' hold 2 + 2: MPI's
+    # Allgather relays blocks, so every rank compares the sizes and raises
+    n = 3 if rank == 1 else 2
+    for _ in range(2):
+        ins = [np.full(n, rank, np.float32), np.full(2, rank, np.float32)]
+        outs = [[np.full(n, SENTINEL, np.float32), np.full(2, SENTINEL, np.float32)]
+                for _ in range(size)]
+
+        def call():
+            work = dist.all_gather_coalesced(outs, ins, group=group, async_op=async_op)
+            if work is not None:
+                work.wait()
+        _raises_on(range(size), rank, call, "all_gather_coalesced", "the size of "
+                   "input_tensor_list (its elements in all) is from 4 to 5 elements across "
+                   f"the ranks ({n + 2} on rank {rank})")
+    # the calls that follow are right
+    ins = [np.full(2, rank, np.float32)]
+    outs = [[np.zeros(2, np.float32)] for _ in range(size)]
+    dist.all_gather_coalesced(outs, ins, group=group)
+    for j in range(size):
+        np.testing.assert_array_equal(outs[j][0], [j, j])
+
+
 _RELAYED = """
 import numpy as np, mpicoll as dist
 from mpicoll.errors import SizeMismatch

@@ -18,6 +18,7 @@ from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
 from ._call import issue
+from ._sizes import agreed
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -103,6 +104,8 @@ def all_gather_coalesced(output_tensor_lists: list[list[Any]], input_tensor_list
         else:
             _pack.commit_all(outs)
     outputs = [t for lst in output_tensor_lists for t in lst]
+    # the counts beside the data, every rank comparing (MPI relays blocks between ranks)
+    sizes = agreed(name, pg, [send.size], "input_tensor_list (its elements in all)")
     return issue(name, pg, "Allgather", ([send, dt], [recv, dt]), finish, async_op, outputs,
                  keep=(ins, outs), sig=lambda: {"dtype": ins[0].dtype if ins else "",
-                                               "numel": send.size})
+                                               "numel": send.size}, sizes=sizes)
