@@ -8,10 +8,12 @@ the one way mpicoll waits.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from typing import Any
 
 from ._describe import mpi_error
+from ._env import as_seconds
 from ._mpi import MPI
 from ._ordering import MEMORY, memory_of
 from ._pending import pending
@@ -150,9 +152,13 @@ class Work:
             status = self._status()
             _waiting(self._rec)
             try:
-                if self._agree is not None:  # the counts first (_given_up)
+                if self._agree is not None:  # the counts first (_given_up), then the data,
+                    # within one timeout for both
+                    end = None if timeout is None else time.monotonic() + as_seconds(timeout)
                     wait_requests(self._reqs[1:], self.op, self.group, self.seq, self._keep,
                                   timeout)
+                    if end is not None:
+                        timeout = max(end - time.monotonic(), 0.0)
                 if not self._given_up():
                     wait_requests(self._reqs, self.op, self.group, self.seq, self._keep,
                                   timeout, status, self.peer, self._statuses)
@@ -174,11 +180,11 @@ class Work:
                 done = (MPI.Request.Testall(self._reqs, self._statuses)
                         if self._statuses is not None else
                         self._reqs[0].Test(status) if status is not None or len(self._reqs) == 1
-                        else all([r.Test() for r in self._reqs]))
+                        else all([r.Test() for r in self._reqs])) or self._given_up()
             except MPI.Exception as e:
                 self._fail(e)
                 return True
-            if not done and not self._given_up():
+            if not done:
                 return False
             self._complete(status)
         return True

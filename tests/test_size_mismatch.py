@@ -146,21 +146,25 @@ def test_all_gather_into_tensor_sizes_that_differ_across_ranks(async_op, rank, s
 @MULTI
 @pytest.mark.parametrize("async_op", [False, True])
 def test_all_gather_coalesced_sizes_that_differ_across_ranks(async_op, rank, size, group):
-    # rank 1's input list holds 3 + 2 elements where the others' hold 2 + 2: MPI's
-    # Allgather relays blocks, so every rank compares the sizes and raises
-    n = 3 if rank == 1 else 2
-    for _ in range(2):
-        ins = [np.full(n, rank, np.float32), np.full(2, rank, np.float32)]
-        outs = [[np.full(n, SENTINEL, np.float32), np.full(2, SENTINEL, np.float32)]
+    # rank 1's input list holds 3 + 2 elements where the others' hold 2 + 2, then 3 + 1
+    # where the others' hold 2 + 2 (the same total): MPI's Allgather relays blocks, so
+    # every rank compares each entry's size and raises
+    for second in (2, 1):
+        n, m = (3, second) if rank == 1 else (2, 2)
+        ins = [np.full(n, rank, np.float32), np.full(m, rank, np.float32)]
+        outs = [[np.full(n, SENTINEL, np.float32), np.full(m, SENTINEL, np.float32)]
                 for _ in range(size)]
 
         def call():
             work = dist.all_gather_coalesced(outs, ins, group=group, async_op=async_op)
             if work is not None:
                 work.wait()
-        _raises_on(range(size), rank, call, "all_gather_coalesced", "the size of "
-                   "input_tensor_list (its elements in all) is from 4 to 5 elements across "
-                   f"the ranks ({n + 2} on rank {rank})")
+        said = ["all_gather_coalesced", "the size of input_tensor_list[0] is from 2 to 3 "
+                f"elements across the ranks ({n} on rank {rank})"]
+        if second == 1:
+            said.append("the size of input_tensor_list[1] is from 1 to 2 elements across "
+                        f"the ranks ({m} on rank {rank})")
+        _raises_on(range(size), rank, call, *said)
     # the calls that follow are right
     ins = [np.full(2, rank, np.float32)]
     outs = [[np.zeros(2, np.float32)] for _ in range(size)]

@@ -96,11 +96,13 @@ def issue(op: str, group: Any, method: str, args: tuple, finalize: Callable[[], 
 
 
 def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = None,
-          depth: int = 3) -> None:
+          depth: int = 3, keep: Any = None) -> None:
     """:func:`issue` for the common blocking call that needs nothing after the data
     arrives and no checked mode: the same numbering, departure check and wait, and
     ``method`` is already the nonblocking name (``"Iallreduce"``). ``depth``: frames up
-    to the user's where a public function calls this (``_recorder.issued``)."""
+    to the user's where a public function calls this (``_recorder.issued``); ``keep``:
+    the caller's tensors, kept with data MPI still owns (an interrupted wait's Work, data
+    abandoned after counts that disagree), where ``args`` holds views that own nothing."""
     seq = group.seq = group.seq + 1
     if _departed.left:
         _departed.check(op, group, seq)
@@ -112,7 +114,7 @@ def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = N
         except MPI.Exception as e:
             done(rec, False)
             raise mpi_error(op, e, args) from e
-        with_sizes(op, group, seq, req, args, sizes, None, False, None, None, rec)
+        with_sizes(op, group, seq, req, args, sizes, None, False, None, keep, rec)
         return
     req = None
     try:
@@ -124,18 +126,19 @@ def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = N
         done(rec, False)
         raise mpi_error(op, e, args) from e
     except BaseException:
-        interrupted(op, req, group, seq, args, rec=rec)
+        interrupted(op, req, group, seq, args, keep=keep, rec=rec)
         raise
     done(rec)
 
 
 def quick_then_copy(op: str, group: Any, method: str, args: tuple,
-                    copy: tuple[Any, Any], sizes: Sizes | None = None, depth: int = 3) -> None:
+                    copy: tuple[Any, Any], sizes: Sizes | None = None, depth: int = 3,
+                    keep: Any = None) -> None:
     """:func:`quick`, then ``copy`` = (destination, source): this rank's own block, left
     out of MPICH's Alltoallv (:func:`own_blocks`); made also when the wait is interrupted
     (MPI never touches that block), as the general path's pending Work would."""
     try:
-        quick(op, group, method, args, sizes, depth + 1)
+        quick(op, group, method, args, sizes, depth + 1, keep)
     finally:
         _copyto(*copy)
 
@@ -205,8 +208,9 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
     """Make the call that :func:`quick_exchange`'s ``hit`` (an entry of its table) stores,
     from array ``s`` to array ``r``: C-contiguous, ``r`` writable, apart (the user's frame:
     5 up from the recorder's, past quick, this, quick_exchange, the public function).
-    ``keep``: the caller's tensors, kept by the Work an interrupted direct call leaves
-    (``s`` and ``r`` may be views that own nothing)."""
+    ``keep``: the caller's tensors, kept by the Work an interrupted call leaves and with
+    data abandoned after counts that disagree (``s`` and ``r`` may be views that own
+    nothing)."""
     method, sc, rc, dt, mpi_op, own, sizes = hit
     if method == "direct":
         _direct.exchanged(op, group, hit, s, r, keep)
@@ -214,10 +218,10 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
         _reduce_scatter_direct.exchanged(op, group, hit, s, r, keep)
     elif own is not None:
         quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own),
-                        sizes, 5)
+                        sizes, 5, keep)
     else:
         quick(op, group, method, ((s, sc, dt), (r, rc, dt)) if mpi_op is None else
-              ((s, sc, dt), (r, rc, dt), *mpi_op), sizes, 5)
+              ((s, sc, dt), (r, rc, dt), *mpi_op), sizes, 5, keep)
 
 
 def exchange_key(out: Any, inp: Any, group: Any, extra: Any = None) -> tuple:

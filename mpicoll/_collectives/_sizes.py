@@ -45,6 +45,11 @@ class Sizes:
 
     __slots__ = ("after", "expected", "form", "method", "n", "op", "root", "says", "send",
                  "sent")
+    # whether every rank compares the counts (:class:`Agreed`): then a rank whose data
+    # MPI may never complete can leave it, every rank knowing; where only a receiver
+    # compares, its own data completes (cut short, or with an error) and its peers', which
+    # agree, need this rank to go on driving it
+    relayed = False
 
     def __init__(self, op: str, method: str, send: Any, n: int, expected: list[int] | None,
                  says: str, root: int | None = None, after: tuple = ()) -> None:
@@ -132,6 +137,7 @@ class Agreed(Sizes):
     agree; so every rank raises when any disagrees."""
 
     __slots__ = ()
+    relayed = True
 
     def __init__(self, op: str, counts: list[int], says: str) -> None:
         both = [*counts, *(-c for c in counts)]

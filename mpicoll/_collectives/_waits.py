@@ -66,10 +66,12 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
             return
         sizes.check(crecv, me)
 
+    # (Work: the counts first, where every rank compares them)
+    agree = (lambda: sizes.agree(crecv)) if sizes.relayed else None
     if async_op:
         return _owns(ring, slot, Work(op, [req, creq], compared, keep=(args, keep, crecv),
                                 outputs=outputs, group=group, seq=seq, explain=explain, rec=rec,
-                                agree=lambda: sizes.agree(crecv)))
+                                agree=agree))
     try:
         if not (req.Test() and creq.Test()):  # (Test of a completed request: True)
             waiting(rec)
@@ -78,13 +80,16 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
             # peers it would have sent to wait for ever), so counts that disagree raise
             # at once, the data left to MPI (abandoned, its buffers kept)
             wait_requests([creq], op, group, seq, args)
-            if req.Test() or sizes.agree(crecv):
+            if req.Test() or not sizes.relayed or sizes.agree(crecv):
                 wait_requests([req], op, group, seq, args)
             else:
                 ABANDONED.append((req, (args, keep)))
     except MPI.Exception as e:
         # an MPI that reports the mismatch itself (Open MPI: a truncated message): the
-        # counts, where they have arrived, say more
+        # counts, where they have arrived, say more (the data, where it is the counts'
+        # wait that failed, left to MPI with its buffers)
+        if req:
+            ABANDONED.append((req, (args, keep)))
         done(rec, False)
         _owns(ring, slot, UNSURE)
         explain()
@@ -95,7 +100,7 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
         if req or (creq if ring is None else not creq.Test()):
             _owns(ring, slot, Work(op, [req, creq], compared, keep=(args, keep, crecv),
                              outputs=outputs, group=group, seq=seq, explain=explain, rec=rec,
-                             agree=lambda: sizes.agree(crecv)))
+                             agree=agree))
         else:
             done(rec)  # (both completed as the wait returned)
         raise

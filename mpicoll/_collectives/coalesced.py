@@ -104,8 +104,10 @@ def all_gather_coalesced(output_tensor_lists: list[list[Any]], input_tensor_list
         else:
             _pack.commit_all(outs)
     outputs = [t for lst in output_tensor_lists for t in lst]
-    # the counts beside the data, every rank comparing (MPI relays blocks between ranks)
-    sizes = agreed(name, pg, [send.size], "input_tensor_list (its elements in all)")
+    # each entry's count beside the data, every rank comparing (MPI relays blocks
+    # between ranks; lists that split one total otherwise would land shifted)
+    sizes = agreed(name, pg, [x.numel for x in ins], "input_tensor_list[{peer}]") \
+        if ins else None
     return issue(name, pg, "Allgather", ([send, dt], [recv, dt]), finish, async_op, outputs,
                  keep=(ins, outs), sig=lambda: {"dtype": ins[0].dtype if ins else "",
                                                "numel": send.size}, sizes=sizes)
