@@ -100,9 +100,8 @@ def quick(op: str, group: Any, method: str, args: tuple, sizes: Sizes | None = N
     """:func:`issue` for the common blocking call that needs nothing after the data
     arrives and no checked mode: the same numbering, departure check and wait, and
     ``method`` is already the nonblocking name (``"Iallreduce"``). ``depth``: frames up
-    to the user's where a public function calls this (``_recorder.issued``); ``keep``:
-    the caller's tensors, kept with data MPI still owns (an interrupted wait's Work, data
-    abandoned after counts that disagree), where ``args`` holds views that own nothing."""
+    to the user's (``_recorder.issued``); ``keep``: the caller's tensors, kept with data
+    MPI still owns (an interrupted wait, counts that disagree: :func:`exchanged`)."""
     seq = group.seq = group.seq + 1
     if _departed.left:
         _departed.check(op, group, seq)
@@ -135,8 +134,7 @@ def quick_then_copy(op: str, group: Any, method: str, args: tuple,
                     copy: tuple[Any, Any], sizes: Sizes | None = None, depth: int = 3,
                     keep: Any = None) -> None:
     """:func:`quick`, then ``copy`` = (destination, source): this rank's own block, left
-    out of MPICH's Alltoallv (:func:`own_blocks`); made also when the wait is interrupted
-    (MPI never touches that block), as the general path's pending Work would."""
+    out of MPICH's Alltoallv (:func:`own_blocks`); made also when the wait is interrupted."""
     try:
         quick(op, group, method, args, sizes, depth + 1, keep)
     finally:
@@ -205,12 +203,10 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
 
 
 def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None) -> None:
-    """Make the call that :func:`quick_exchange`'s ``hit`` (an entry of its table) stores,
-    from array ``s`` to array ``r``: C-contiguous, ``r`` writable, apart (the user's frame:
-    5 up from the recorder's, past quick, this, quick_exchange, the public function).
-    ``keep``: the caller's tensors, kept by the Work an interrupted call leaves and with
-    data abandoned after counts that disagree (``s`` and ``r`` may be views that own
-    nothing)."""
+    """Make the call :func:`quick_exchange`'s ``hit`` stores, from array ``s`` to ``r``
+    (C-contiguous, ``r`` writable, apart; the user's frame 5 up from the recorder's).
+    ``keep``: the caller's tensors, kept with data MPI still owns (an interrupted wait's
+    Work, data abandoned after counts that disagree: ``s``, ``r`` may own nothing)."""
     method, sc, rc, dt, mpi_op, own, sizes = hit
     if method == "direct":
         _direct.exchanged(op, group, hit, s, r, keep)
