@@ -52,6 +52,7 @@ class Watched:
 
     def __init__(self) -> None:
         self._active: dict[int, tuple[Any, ...]] = {}
+        self._args: dict[int, Any] = {}  # each active operation's arguments
         self.done: collections.deque[tuple[tuple[Any, ...], float]] = collections.deque(
             maxlen=HISTORY)
         self._tokens = itertools.count(1)
@@ -62,8 +63,10 @@ class Watched:
               peer: int | None = None) -> int:
         token = next(self._tokens)
         start = _now()
-        self._active[token] = (name, group, seq, args, start,
-                               start + timeout if timeout else _INF, _ident(), peer)
+        # (the arguments apart: the entry moves to the history as it is, without them)
+        self._active[token] = (name, group, seq, start, start + timeout if timeout else _INF,
+                               _ident(), peer)
+        self._args[token] = args
         if self.on_first is not None:
             first, self.on_first = self.on_first, None
             first()
@@ -72,17 +75,24 @@ class Watched:
     def end(self, token: int) -> None:
         op = self._active.pop(token, None)
         if op is not None:
-            self.done.append(((*op[:3], DROPPED, *op[4:]), _now()))
+            del self._args[token]
+            self.done.append((op, _now()))
 
     def active(self) -> list[Op]:
         """The operations waiting now, oldest first."""
-        return sorted((Op._make(t) for t in list(self._active.values())),
-                      key=lambda op: op.start)
+        args = self._args
+        return sorted((_op(t, args.get(token, DROPPED))
+                       for token, t in list(self._active.items())), key=lambda op: op.start)
 
     def history(self) -> list[str]:
         """The last completed operations, oldest first, each with how long it took."""
-        return [f"{Op._make(op).describe()} ({end - op[4]:.3f} s)"
+        return [f"{_op(op, DROPPED).describe()} ({end - op[3]:.3f} s)"
                 for op, end in list(self.done)]
+
+
+def _op(t: tuple[Any, ...], args: Any) -> Op:
+    """An :class:`Op` of a stored entry (name, group, seq, start, deadline, thread, peer)."""
+    return Op(t[0], t[1], t[2], args, *t[3:])
 
 
 watched = Watched()
