@@ -54,6 +54,9 @@ capacity = _capacity()
 ring: collections.deque[list[Any]] | None = (
     collections.deque(maxlen=capacity) if capacity else None)
 _ids = itertools.count()
+# what a record keeps of an owner's arguments (:func:`issued`): id -> (owner, kept)
+_kept: dict[int, tuple[Any, tuple]] = {}
+_KEPT = 256
 
 
 def _is_inside(filename: str) -> bool:
@@ -64,7 +67,7 @@ def _is_inside(filename: str) -> bool:
 
 
 def issued(op: str, group: Any, seq: int, args: tuple, peer: int | None = None,
-           depth: int = 3) -> list | None:
+           depth: int = 3, owner: Any = None) -> list | None:
     """Note an operation just handed to MPI (``args``: the MPI call's, buffers dropped);
     returns its record, for :func:`waiting` and :func:`done`, or None when not recording.
 
@@ -72,7 +75,11 @@ def issued(op: str, group: Any, seq: int, args: tuple, peer: int | None = None,
     from ``depth`` frames up: the shortest way from a user's call to here is the public
     function, the issuing function, then this one (3); a persistent collective's start
     is called by the user itself (2). Frames are made only from there up (each frame
-    made costs ~0.1 us)."""
+    made costs ~0.1 us).
+
+    ``owner``: a small object made with the arguments' counts and datatypes and never
+    used with others (a kept entry's requests): what this function keeps of ``args`` is
+    then worked out once per owner (0.1-0.2 us a call)."""
     if ring is None:
         return None
     try:  # (the common case: the frame ``depth`` up is the user's; else walk on up)
@@ -89,21 +96,30 @@ def issued(op: str, group: Any, seq: int, args: tuple, peer: int | None = None,
         lasti = f.f_lasti
     except (ValueError, AttributeError):  # (a shallower stack than any face makes)
         code, lasti = None, -1
-    # the arguments without their buffers: a buffer specification (args[0], args[1]) by
-    # its count and datatype; what follows the buffers (roots, ops, counts) as it is
-    if len(args) > 1:
-        s, r = args[0], args[1]
-    else:  # (Ibarrier's)
-        s, r = args[0] if args else None, None
-    if type(s) in _SPECS:
-        s = s[1:] if len(s) > 2 else (getattr(s[0], "size", None), s[1])
-    elif type(s) is not int:
-        s = None
-    if type(r) in _SPECS:
-        r = r[1:] if len(r) > 2 else (getattr(r[0], "size", None), r[1])
-    elif type(r) is not int:
-        r = None
-    rec = [next(_ids), op, group, seq, peer, (s, r, args[2:]), code, lasti, _now(), None,
+    m = _kept.get(id(owner)) if owner is not None else None
+    if m is not None and m[0] is owner:
+        meta = m[1]
+    else:
+        # the arguments without their buffers: a buffer specification (args[0], args[1]) by
+        # its count and datatype; what follows the buffers (roots, ops, counts) as it is
+        if len(args) > 1:
+            s, r = args[0], args[1]
+        else:  # (Ibarrier's)
+            s, r = args[0] if args else None, None
+        if type(s) in _SPECS:
+            s = s[1:] if len(s) > 2 else (getattr(s[0], "size", None), s[1])
+        elif type(s) is not int:
+            s = None
+        if type(r) in _SPECS:
+            r = r[1:] if len(r) > 2 else (getattr(r[0], "size", None), r[1])
+        elif type(r) is not int:
+            r = None
+        meta = (s, r, args[2:])
+        if owner is not None:
+            if len(_kept) >= _KEPT:
+                _kept.clear()
+            _kept[id(owner)] = (owner, meta)
+    rec = [next(_ids), op, group, seq, peer, meta, code, lasti, _now(), None,
            None, ISSUED_STATE]
     ring.append(rec)
     return rec

@@ -131,6 +131,27 @@ def test_direct_all_gathers_and_reduce_scatters_recorded_at_the_callers_line(ran
 
 
 @pytest.mark.mpi(min_size=2)
+def test_kept_messages_record_each_calls_own_counts(rank, size, tmp_path):
+    # a repeated call's record keeps what it worked out of the first one's arguments (per
+    # kept messages); other sizes, and memory freed and taken again with another size,
+    # must never show an earlier call's counts
+    first = _last_id()
+    want = []
+    for n in (2, 2, 5, 5, 2, 3, 3):
+        inp = np.arange(n * size, dtype=np.float64) + 100 * rank
+        out = np.empty(n * size)
+        for _ in range(2):
+            dist.all_to_all_single(out, inp)
+            want.append(n)
+        np.testing.assert_array_equal(out, np.concatenate(
+            [np.arange(rank * n, (rank + 1) * n) + 100 * j for j in range(size)]))
+        del inp, out  # (the next sizes' arrays may take this memory)
+    _, recs = _dumped_since(first, tmp_path)
+    assert [r["op"] for r in recs] == ["all_to_all_single"] * len(want)
+    assert [(r["send"], r["recv"]) for r in recs] == [([n] * size, [n] * size) for n in want]
+
+
+@pytest.mark.mpi(min_size=2)
 def test_point_to_point_and_async_states(rank, size, tmp_path):
     first = _last_id()
     right, left = (rank + 1) % size, (rank - 1) % size

@@ -132,7 +132,8 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
             _departed.check(op, group, seq)
         if sig is not None and _settings().check:
             verify(op, group, sig())
-        rec = issued(op, group, seq, args, depth=depth)
+        rec = issued(op, group, seq, args, depth=depth,
+                     owner=None if started is None else started[1])
     except BaseException:
         if started is not None:  # (not started: never restarted either)
             free(started[1])
