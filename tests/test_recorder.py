@@ -139,16 +139,20 @@ def test_kept_messages_record_each_calls_own_counts(rank, size, tmp_path):
     want = []
     for n in (2, 2, 5, 5, 2, 3, 3):
         inp = np.arange(n * size, dtype=np.float64) + 100 * rank
-        out = np.empty(n * size)
+        out, red = np.empty(n * size), np.ones(n)
         for _ in range(2):
             dist.all_to_all_single(out, inp)
+            dist.all_reduce(red)
             want.append(n)
         np.testing.assert_array_equal(out, np.concatenate(
             [np.arange(rank * n, (rank + 1) * n) + 100 * j for j in range(size)]))
-        del inp, out  # (the next sizes' arrays may take this memory)
+        np.testing.assert_array_equal(red, np.full(n, size ** 2))
+        del inp, out, red  # (the next sizes' arrays may take this memory)
     _, recs = _dumped_since(first, tmp_path)
-    assert [r["op"] for r in recs] == ["all_to_all_single"] * len(want)
-    assert [(r["send"], r["recv"]) for r in recs] == [([n] * size, [n] * size) for n in want]
+    assert [r["op"] for r in recs] == ["all_to_all_single", "all_reduce"] * len(want)
+    assert [(r["send"], r["recv"]) for r in recs[::2]] == [([n] * size, [n] * size)
+                                                          for n in want]
+    assert [(r["send"], r["recv"]) for r in recs[1::2]] == [(None, n) for n in want]
 
 
 @pytest.mark.mpi(min_size=2)
