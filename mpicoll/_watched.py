@@ -63,10 +63,11 @@ class Watched:
               peer: int | None = None) -> int:
         token = next(self._tokens)
         start = _now()
-        # (the arguments apart: the entry moves to the history as it is, without them)
+        # (the arguments apart, stored first: the entry moves to the history as it is,
+        # without them; the monitor reads the entries)
+        self._args[token] = args
         self._active[token] = (name, group, seq, start, start + timeout if timeout else _INF,
                                _ident(), peer)
-        self._args[token] = args
         if self.on_first is not None:
             first, self.on_first = self.on_first, None
             first()
@@ -75,7 +76,7 @@ class Watched:
     def end(self, token: int) -> None:
         op = self._active.pop(token, None)
         if op is not None:
-            del self._args[token]
+            self._args.pop(token, None)
             self.done.append((op, _now()))
 
     def active(self) -> list[Op]:
