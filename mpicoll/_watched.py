@@ -52,7 +52,6 @@ class Watched:
 
     def __init__(self) -> None:
         self._active: dict[int, tuple[Any, ...]] = {}
-        self._args: dict[int, Any] = {}  # each active operation's arguments
         self.done: collections.deque[tuple[tuple[Any, ...], float]] = collections.deque(
             maxlen=HISTORY)
         self._tokens = itertools.count(1)
@@ -63,11 +62,9 @@ class Watched:
               peer: int | None = None) -> int:
         token = next(self._tokens)
         start = _now()
-        # (the arguments apart, stored first: the entry moves to the history as it is,
-        # without them; the monitor reads the entries)
-        self._args[token] = args
-        self._active[token] = (name, group, seq, start, start + timeout if timeout else _INF,
-                               _ident(), peer)
+        # (the entry beside its arguments: it moves to the history as it is, without them)
+        self._active[token] = ((name, group, seq, start, start + timeout if timeout else _INF,
+                                _ident(), peer), args)
         if self.on_first is not None:
             first, self.on_first = self.on_first, None
             first()
@@ -76,14 +73,12 @@ class Watched:
     def end(self, token: int) -> None:
         op = self._active.pop(token, None)
         if op is not None:
-            self._args.pop(token, None)
-            self.done.append((op, _now()))
+            self.done.append((op[0], _now()))
 
     def active(self) -> list[Op]:
         """The operations waiting now, oldest first."""
-        args = self._args
-        return sorted((_op(t, args.get(token, DROPPED))
-                       for token, t in list(self._active.items())), key=lambda op: op.start)
+        return sorted((_op(*t) for t in list(self._active.values())),
+                      key=lambda op: op.start)
 
     def history(self) -> list[str]:
         """The last completed operations, oldest first, each with how long it took."""

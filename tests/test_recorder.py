@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import mpicoll as dist
-from mpicoll import _record_dump
+from mpicoll import _record_dump, _recorder
 
 
 def _here() -> int:
@@ -133,26 +133,34 @@ def test_direct_all_gathers_and_reduce_scatters_recorded_at_the_callers_line(ran
 @pytest.mark.mpi(min_size=2)
 def test_kept_messages_record_each_calls_own_counts(rank, size, tmp_path):
     # a repeated call's record keeps what it worked out of the first one's arguments (per
-    # kept messages); other sizes, and memory freed and taken again with another size,
-    # must never show an earlier call's counts
+    # kept messages, reduce_scatter_tensor's with their scratch array); other sizes, and
+    # memory freed and taken again with another size, must never show an earlier call's
     first = _last_id()
     want = []
     for n in (2, 2, 5, 5, 2, 3, 3):
         inp = np.arange(n * size, dtype=np.float64) + 100 * rank
-        out, red = np.empty(n * size), np.ones(n)
+        out, red, mine = np.empty(n * size), np.ones(n), np.empty(n)
         for _ in range(2):
             dist.all_to_all_single(out, inp)
+            dist.reduce_scatter_tensor(mine, inp)
             dist.all_reduce(red)
             want.append(n)
         np.testing.assert_array_equal(out, np.concatenate(
             [np.arange(rank * n, (rank + 1) * n) + 100 * j for j in range(size)]))
+        np.testing.assert_array_equal(mine, size * np.arange(rank * n, (rank + 1) * n)
+                                      + 100 * sum(range(size)))
         np.testing.assert_array_equal(red, np.full(n, size ** 2))
-        del inp, out, red  # (the next sizes' arrays may take this memory)
+        del inp, out, red, mine  # (the next sizes' arrays may take this memory)
+    if dist.group.WORLD.direct is not None:  # (the kept messages' path: the record reused)
+        last = [r for r in _recorder.ring if r[_recorder.OP] == "all_to_all_single"][-1]
+        assert any(m is last[_recorder.META] for _, m in _recorder._kept.values())
     _, recs = _dumped_since(first, tmp_path)
-    assert [r["op"] for r in recs] == ["all_to_all_single", "all_reduce"] * len(want)
-    assert [(r["send"], r["recv"]) for r in recs[::2]] == [([n] * size, [n] * size)
+    assert [r["op"] for r in recs] == ["all_to_all_single", "reduce_scatter_tensor",
+                                       "all_reduce"] * len(want)
+    assert [(r["send"], r["recv"]) for r in recs[::3]] == [([n] * size, [n] * size)
                                                           for n in want]
-    assert [(r["send"], r["recv"]) for r in recs[1::2]] == [(None, n) for n in want]
+    assert [r["recv"] for r in recs[1::3]] == [[n] * size for n in want]
+    assert [(r["send"], r["recv"]) for r in recs[2::3]] == [(None, n) for n in want]
 
 
 @pytest.mark.mpi(min_size=2)

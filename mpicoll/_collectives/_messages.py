@@ -133,7 +133,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
         if sig is not None and _settings().check:
             verify(op, group, sig())
         rec = issued(op, group, seq, args, depth=depth,
-                     owner=None if started is None else started[1])
+                     owner=None if started is None else started[2])
     except BaseException:
         if started is not None:  # (not started: never restarted either)
             free(started[1])
