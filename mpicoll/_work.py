@@ -34,9 +34,8 @@ class Work:
     """
 
     __slots__ = ("_agree", "_done", "_exc", "_explain", "_finalize", "_keep", "_mem", "_n",
-                 "_on_status",
-                 "_outputs", "_rec", "_reqs", "_source", "_statuses", "group", "op", "peer",
-                 "seq")
+                 "_on_status", "_outputs", "_rec", "_reqs", "_source", "_statuses", "group",
+                 "op", "peer", "seq")
 
     def __init__(self, op: str, reqs: list[Any], finalize: Callable[[], Any] | None = None,
                  keep: Any = None, outputs: list[Any] | None = None, group: Any = None,

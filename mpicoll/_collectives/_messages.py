@@ -85,11 +85,10 @@ class Direct:
         sizes = self.sizes
         if sizes is None:
             return
-        k = 0
-        for want in self.tags:  # (the common case, each tag as expected: one test each)
-            if statuses[k].Get_tag() != want:
+        # the common case, each tag as expected: one test each (the sends' statuses follow)
+        for want, st in zip(self.tags, statuses, strict=False):
+            if st.Get_tag() != want:
                 break
-            k += 1
         else:
             if not self.capped:
                 return
