@@ -34,6 +34,12 @@ def _raises_on(ranks, rank, call, *match):
         call()
 
 
+def _waited(work):
+    """A call's Work waited for (async_op=True); None (blocking) as it is."""
+    if work is not None:
+        work.wait()
+
+
 def _direct_only(group):
     if not _direct.chosen(group):
         pytest.skip(f"all_gather is MPI's collective on {group.size()} ranks "
@@ -49,10 +55,8 @@ def _a2a_single(rank, size, group, sent_to_0, async_op=False):
     out = np.full(2 * size, SENTINEL, np.float32)
 
     def call():
-        work = dist.all_to_all_single(out, inp, [2] * size, splits, group=group,
-                                      async_op=async_op)
-        if work is not None:
-            work.wait()
+        _waited(dist.all_to_all_single(out, inp, [2] * size, splits, group=group,
+                                       async_op=async_op))
     return call, out
 
 
@@ -131,10 +135,8 @@ def test_all_gather_into_tensor_sizes_that_differ_across_ranks(async_op, rank, s
         out = np.full(n * size, SENTINEL, np.float32)
 
         def call():
-            work = dist.all_gather_into_tensor(out, np.full(n, rank, np.float32),
-                                               group=group, async_op=async_op)
-            if work is not None:
-                work.wait()
+            _waited(dist.all_gather_into_tensor(out, np.full(n, rank, np.float32),
+                                                group=group, async_op=async_op))
         peer, sent = (0, 2) if rank == 1 else (1, 3)
         said = (f"rank {peer} sends {sent} elements to rank {rank}, whose output_tensor "
                 f"holds {n} for it") if _direct.chosen(group) else (
@@ -156,9 +158,7 @@ def test_all_gather_coalesced_sizes_that_differ_across_ranks(async_op, rank, siz
                 for _ in range(size)]
 
         def call():
-            work = dist.all_gather_coalesced(outs, ins, group=group, async_op=async_op)
-            if work is not None:
-                work.wait()
+            _waited(dist.all_gather_coalesced(outs, ins, group=group, async_op=async_op))
         said = ["all_gather_coalesced", "the size of input_tensor_list[0] is from 2 to 3 "
                 f"elements across the ranks ({n} on rank {rank})"]
         if second == 1:
@@ -285,10 +285,8 @@ def test_reduce_scatter_tensor_sizes_that_differ_across_ranks(async_op, rank, si
         out = np.full(n, SENTINEL, np.float64)
 
         def call():
-            work = dist.reduce_scatter_tensor(out, np.ones(n * size), group=group,
-                                              async_op=async_op)
-            if work is not None:
-                work.wait()
+            _waited(dist.reduce_scatter_tensor(out, np.ones(n * size), group=group,
+                                               async_op=async_op))
         peer, sent = (0, 2) if rank == 1 else (1, 3)
         said = (f"rank {peer}'s chunk for rank {rank} has {sent} elements, and output on rank "
                 f"{rank} holds {n}") if _direct.chosen(group) else (
