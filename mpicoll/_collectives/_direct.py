@@ -96,7 +96,8 @@ def single(pg: Any, src: Any, dst: Any, sarr: Any, rarr: Any, scounts: list[int]
         table[quick_key] = ("direct", (sd, rd), None, dt, None, None if own is None else (
             slice(own[0], own[0] + own[2]), slice(own[1], own[1] + own[2])), d)
     return issue(name, pg, d, ([sarr, (d.counts[0], sd), dt], [rarr, (d.counts[1], rd), dt]),
-                 (sarr, sd, rarr, rd, dt), None if own is None else own_block_copy(sarr, rarr, own), dst.commit_hook,
+                 (sarr, sd, rarr, rd, dt),
+                 None if own is None else own_block_copy(sarr, rarr, own), dst.commit_hook,
                  async_op, [output],
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 

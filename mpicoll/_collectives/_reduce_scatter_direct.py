@@ -2,9 +2,9 @@
 rank sends its chunk for rank j to rank j, receives every peer's chunk for it into a
 scratch array, and reduces them into its output locally, in rank order, as MPI's
 pairwise reduce_scatter does: with the op's numpy ufunc (one pass a peer, no copy;
-:func:`ufunc_of`), else with the MPI op itself (``MPI_Reduce_local``). Each receive's tag tells what its peer sent, so a chunk
-whose size disagrees raises on the rank it was for (:class:`~mpicoll.errors.SizeMismatch`)
-with no message beside the data."""
+:func:`ufunc_of`), else with the MPI op itself (``MPI_Reduce_local``). Each receive's
+tag tells what its peer sent, so a chunk whose size disagrees raises on the rank it was
+for (:class:`~mpicoll.errors.SizeMismatch`) with no message beside the data."""
 
 from __future__ import annotations
 
