@@ -38,7 +38,8 @@ from ._sizes import Sizes, _kept, exchange
 from ._sizes import rooted as rooted_sizes
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
-           "put_back", "rooted", "rooted_plan", "single", "span", "started", "take"]
+           "over", "put_back", "rooted", "rooted_plan", "single", "span", "started",
+           "take"]
 
 
 MAX_RANKS = direct_ranks()
@@ -127,25 +128,37 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
     put_back(group.kept, key, entry)
 
 
-def started(op: str, group: Any, d: Direct, args: tuple, bufs: tuple, copy: tuple | None,
-            keep: Any = None, depth: int = 4, *, hit: Any, key: tuple) -> None:
-    """A blocking direct call of a quick entry ``hit`` (:func:`issue`'s arguments; a
-    gather's or scatter's: its :class:`Direct`), its messages as persistent requests that
-    the group keeps by ``key`` (``id(hit)``, with what else fixes the messages' datatype,
-    and where the memory lies: whatever array lies there now, the entry fixes its size
-    and layout), in use order; taken out while in use, put back once complete: their
-    buffers are the memory's address ranges, which own nothing. Where
-    :attr:`Direct.big`, posted as usual."""
+def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tuple]],
+            copy: tuple | None, keep: Any = None, depth: int = 4, *, hit: Any,
+            key: tuple) -> None:
+    """A blocking direct call of a quick entry ``hit`` (a list's: its :class:`Direct`
+    ``d``), its messages as persistent requests that the group keeps by ``key``
+    (``id(hit)``, with what else fixes the messages' datatype, and where the memory lies:
+    whatever array lies there now, the entry fixes its size and layout), in use order;
+    taken out while in use, put back once complete. ``make()`` gives :func:`issue`'s
+    arguments and buffers, over address ranges that own nothing: called where the group
+    keeps none for ``key``, and kept with the requests (a call that finds them pays for
+    neither). Where :attr:`Direct.big`, posted as usual."""
     if d.big:
+        args, bufs = make()
         issue(op, group, d, args, bufs, copy, keep=keep, depth=depth)
         return
     entry = take(group.kept, key, hit)
     if entry is None:
+        args, bufs = make()
         sbuf, sd, rbuf, rd, dt = bufs
         reqs = d.prepare(group.direct, (span(sbuf, True), sd, span(rbuf, False), rd, dt))
-        entry = (hit, reqs, [_Status() for _ in reqs])
-    issue(op, group, d, args, bufs, copy, keep=keep, depth=depth, started=entry)
+        entry = (hit, reqs, [_Status() for _ in reqs], args, bufs)
+    issue(op, group, d, entry[3], entry[4], copy, keep=keep, depth=depth, started=entry)
     put_back(group.kept, key, entry)
+
+
+def over(d: Direct, sbuf: Any, sd: list[int], rbuf: Any, rd: list[int],
+         dt: Any) -> tuple[tuple, tuple]:
+    """:func:`issue`'s arguments and buffers of ``d``'s messages from ``sbuf`` to ``rbuf``
+    (their displacements ``sd``, ``rd``), for :func:`started`'s ``make``."""
+    return (([sbuf, (d.counts[0], sd), dt], [rbuf, (d.counts[1], rd), dt]),
+            (sbuf, sd, rbuf, rd, dt))
 
 
 def take(kept: dict[tuple, Any], key: tuple, hit: Any) -> tuple | None:

@@ -29,10 +29,16 @@ _SEQUENCES = (list, tuple)
 
 
 # A list's memory for MPI, made once per call, as a plain tuple (the per-call path):
-# (buffer from start to end, dtype, start address, end address, counts in elements,
+# (whether it is read only, dtype, start address, end address, counts in elements,
 #  addresses (-1 where empty), the tensors' numpy views, whether they lie end to end in
 #  list order, as ``x.chunk(n)`` gives: one buffer that needs no displacements)
 Layout = tuple
+
+
+def area(lay: Layout) -> Any:
+    """The list's memory as one buffer, from the lowest address to the highest, owning
+    none (made where used: a call whose messages are kept needs none)."""
+    return _fromaddress(lay[2], lay[3] - lay[2], lay[0])
 
 
 def displs(lay: Layout) -> list[int]:
@@ -138,8 +144,7 @@ def layout(xs: Any, n: int, writable: bool) -> Layout | None:
         if writable and not ascending and not (
                 owning and len(set(addrs)) == len(addrs)) and not _disjoint(counts, addrs, size):
             return None
-    return (_fromaddress(start, end - start, not writable), dtype, start, end, counts, addrs,
-            arrays, adjacent)
+    return not writable, dtype, start, end, counts, addrs, arrays, adjacent
 
 
 def _disjoint(counts: list[int], addrs: list[int], size: int) -> bool:

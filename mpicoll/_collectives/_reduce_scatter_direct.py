@@ -17,6 +17,7 @@ from .._adapter.dtypes import mpi_datatype
 from .._mpi import MPI
 from .._work import Work
 from . import _direct, _pack, _reduce
+from ._layout import area, displs
 from ._messages import issue
 from ._own_block import then
 from ._sizes import scattered
@@ -90,33 +91,37 @@ def general(name: str, pg: Any, op: Any, p: Any, dst: Any, send: Any, counts: li
 
 
 def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
-              depth: int = 6, sd: list[int] | None = None, key: tuple | None = None) -> None:
-    """A blocking call of a quick entry ``hit`` (:func:`general`'s) from ``s`` (the chunks:
-    an array, or a list's area with displacements ``sd``) into the array ``r``, its
-    messages kept by the group (:func:`._direct.take`) by ``key`` (default: the entry
-    and ``s``'s address) and ``r``'s address. The entry owns the scratch array the peers'
-    chunks arrive in, and holds the reduction made once for them, over views of the
-    memory's address ranges (owning none: whatever array lies there now, the key fixes
-    its size and layout)."""
-    _, (hsd, rd), mpi_op, dt, how, _, d = hit
-    sd = hsd if sd is None else sd
+              depth: int = 6, lay: tuple | None = None) -> None:
+    """A blocking call of a quick entry ``hit`` (:func:`general`'s) from ``s`` (the chunks'
+    array; or None, and ``lay``, the layout of a list of them) into the array ``r``, its
+    messages kept by the group (:func:`._direct.take`) by the entry and where ``s`` (each
+    tensor of a list, or the list's adjacent views) and ``r`` lie. The entry owns the
+    scratch array the peers' chunks arrive in, and holds the reduction made once for
+    them and the call's arguments, over the memory's address ranges (owning none:
+    whatever array lies there now, the key fixes its size and layout)."""
+    _, (sd, rd), mpi_op, dt, how, _, d = hit
     ra = _buffer(r).address
-    key = (id(hit), _buffer(s).address, ra) if key is None else (*key, ra)
+    key = (id(hit), _buffer(s).address, ra) if lay is None else (id(hit), lay[2], ra) \
+        if lay[7] else (id(hit), *lay[5], ra)
     entry = _direct.take(group.kept, key, hit)
     if entry is None:
         me, n, c = group._rank, group._size, r.size
-        sbuf = _direct.span(s, True)
+        if lay is not None:
+            s, sd = area(lay), sd if lay[7] else displs(lay)
+        sbuf, rbuf = _direct.span(s, True), _fromaddress(ra, r.nbytes)
         scratch = np.empty(n * c, r.dtype)
         reqs = d.prepare(group.direct, (sbuf, sd, scratch, rd, dt))
         own = np.frombuffer(sbuf, r.dtype)[sd[me]:sd[me] + c]
-        out = np.frombuffer(_fromaddress(ra, r.nbytes), r.dtype)
+        out = np.frombuffer(rbuf, r.dtype)
         if not c:
             reduced = None
         elif n == 2 and type(how) is _ufunc:  # (one peer: one ufunc call)
             reduced = partial(how, own, scratch[(1 - me) * c:(2 - me) * c], out=out)
         else:
             reduced = partial(combine, how, dt, n, me, own, out, scratch)
-        entry = (hit, reqs, [_Status() for _ in reqs], scratch, reduced)
-    issue(op, group, d, ((s, (d.counts[0], sd), dt), (r, (d.counts[1], rd), dt), mpi_op),
-          (None, sd, None, rd, dt), None, entry[4], keep=keep, depth=depth, started=entry)
+        entry = (hit, reqs, [_Status() for _ in reqs], scratch, reduced,
+                 ((sbuf, (d.counts[0], sd), dt), (rbuf, (d.counts[1], rd), dt), mpi_op),
+                 (None, sd, None, rd, dt))
+    issue(op, group, d, entry[5], entry[6], None, entry[4], keep=keep, depth=depth,
+          started=entry)
     _direct.put_back(group.kept, key, entry)

@@ -20,7 +20,7 @@ from . import _all_gather_direct, _direct, _pack, _validate
 from ._call import exchange_key, issue, quick, quick_array, quick_exchange, quick_then_copy
 from ._choices import gather_by_alltoallv
 from ._large import INT_MAX
-from ._layout import apart, displs, layout
+from ._layout import apart, area, displs, layout
 from ._own_block import own_copy, then
 from ._sizes import agreed
 
@@ -128,22 +128,25 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         out = layout(tensor_list, n, True)
         a = quick_array(tensor, False) if out is not None else None
         if a is not None and a.dtype == out[1]:
-            buf, _, _, _, counts, _, _, adjacent = out
+            _, _, _, _, counts, _, _, adjacent = out
             hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *counts))
             if hit is not None and out[6][pg._rank].shape == a.shape and apart(out, a):
                 method, rc, dt, sc, own, sizes = hit
                 if method == "direct":  # (rc: the displacements; sizes: the Direct)
-                    d, me, rd = sizes, pg._rank, rc if adjacent else displs(out)
-                    # (buf: an address range that owns nothing, as persistent messages
-                    # need; the list kept alive by the Work an interrupt leaves)
-                    _direct.started(name, pg, d, ([a, (d.counts[0], d.zeros), dt],
-                                                  [buf, (d.counts[1], rd), dt]),
-                                    (a, d.zeros, buf, rd, dt),
+                    d, me, addr = sizes, pg._rank, _buffer(a).address
+                    # (the messages kept by where the tensor and the list lie, made with
+                    # their arguments where the group keeps none there; the list kept
+                    # alive by the Work an interrupt leaves)
+                    _direct.started(name, pg, d,
+                                    lambda: _direct.over(d, _direct.span(a, True), d.zeros,
+                                                         area(out), rc if adjacent
+                                                         else displs(out), dt),
                                     (out[6][me], Ellipsis, a) if a.size else None,
                                     keep=(tuple(tensor_list), tensor), hit=hit,
-                                    key=(id(hit), _buffer(a).address, out[2]) if adjacent
-                                    else (id(hit), _buffer(a).address, out[2], *rd))
+                                    key=(id(hit), addr, out[2]) if adjacent
+                                    else (id(hit), addr, *out[5]))
                     return None
+                buf = area(out)
                 if sc is not None:  # as Alltoallv (_by_alltoallv)
                     recv = [buf, rc if adjacent else (rc[0], displs(out)), dt]
                     args = ([a, sc, dt], recv)

@@ -14,7 +14,7 @@ from .._work import Work
 from . import _direct, _pack, _validate
 from ._call import exchange_key, issue, quick, quick_exchange, quick_then_copy
 from ._large import INT_MAX
-from ._layout import displs, layout, lists_apart
+from ._layout import area, displs, layout, lists_apart
 from ._own_block import alltoallv_args, own_block_copy, own_blocks, own_copy, then
 from ._sizes import exchange as exchange_sizes
 
@@ -168,23 +168,25 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         outl = layout(output_tensor_list, n, True)
         inl = layout(input_tensor_list, n, False) if outl is not None else None
         if inl is not None and outl[1] == inl[1]:
-            rbuf, dtype, rlo, rhi, rcounts, _, routs, radj = outl
-            sbuf, _, slo, shi, scounts, _, sins, sadj = inl
+            _, dtype, rlo, rhi, rcounts, _, routs, radj = outl
+            _, _, slo, shi, scounts, _, sins, sadj = inl
             hit = _QUICK_LISTS.get((dtype, n, pg._rank, *scounts, None, *rcounts))
             if hit is not None and (shi <= rlo or rhi <= slo or lists_apart(outl, inl)):
                 method, sc, rc, dt, own, sizes = hit
                 if method == "direct":  # (sc: the displacements of adjacent lists)
-                    me, d = pg._rank, sizes
-                    sd, rd = sc if sadj and radj else (displs(inl), displs(outl))
-                    # (sbuf, rbuf: address ranges that own nothing, as persistent
-                    # messages need; lists kept alive by the Work an interrupt leaves)
+                    me, d, both = pg._rank, sizes, sadj and radj
+                    # (the messages kept by where the lists lie, made with their
+                    # arguments where the group keeps none there; the lists kept alive
+                    # by the Work an interrupt leaves)
                     _direct.started(
-                        name, pg, d, ([sbuf, (d.counts[0], sd), dt], [rbuf, (d.counts[1], rd), dt]),
-                        (sbuf, sd, rbuf, rd, dt),
+                        name, pg, d, lambda: _direct.over(
+                            d, area(inl), sc[0] if both else displs(inl), area(outl),
+                            sc[1] if both else displs(outl), dt),
                         _own_tensors(routs[me], sins[me]) if d.counts[0][me] else None,
                         keep=(tuple(output_tensor_list), tuple(input_tensor_list)), hit=hit,
-                        key=(id(hit), slo, rlo) if sadj and radj else (id(hit), slo, rlo, *sd, *rd))
+                        key=(id(hit), slo, rlo) if both else (id(hit), *inl[5], *outl[5]))
                     return None
+                sbuf, rbuf = area(inl), area(outl)
                 if sadj and radj:
                     args = ([sbuf, sc, dt], [rbuf, rc, dt])
                     copy = None if own is None else own_blocks(

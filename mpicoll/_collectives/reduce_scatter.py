@@ -17,7 +17,7 @@ from . import _reduce_scatter_direct as _rsd
 from ._call import exchange_key, issue, quick, quick_array, quick_exchange
 from ._choices import block_reduce_scatter
 from ._large import INT_MAX
-from ._layout import apart, displs, keep, layout, pack
+from ._layout import apart, area, keep, layout, pack
 from ._sizes import agreed
 from .reduce_op import ReduceOp, op_name, plan
 
@@ -119,14 +119,11 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
             hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, op, *inl[4]))
             if hit is not None and apart(inl, a):
                 if hit[0] == "reduced":  # direct messages (hit: _rsd.general's)
-                    adjacent = inl[7]
-                    sd = hit[1][0] if adjacent else displs(inl)
-                    _rsd.exchanged(name, pg, hit, inl[0], a, (output, tuple(input_list)), 4,
-                                   sd, (id(hit), inl[2]) if adjacent else (id(hit), inl[2], *sd))
+                    _rsd.exchanged(name, pg, hit, None, a, (output, tuple(input_list)), 4, inl)
                     return None
                 method, counts, dt, mpi_op, sizes = hit
                 if inl[7]:  # adjacent
-                    send = inl[0]
+                    send = area(inl)
                     args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
                         is int else ([send, dt], [a, dt], counts, mpi_op)
                     quick(name, pg, method, args, sizes)
