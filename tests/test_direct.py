@@ -270,13 +270,27 @@ def test_kept_messages_of_lists_follow_their_tensors(rank, size, group):
             t[:] = -1.0
         dist.all_to_all(outs, ins, group=group)
         _same(outs, [np.arange(rows) + 100.0 * j + 10 * rank + 1000 * k for j in range(size)])
+    def gather_and_reduce(outs, ins, k):
+        # all_gather into the list, and reduce_scatter from it, of the same memory
+        x = np.arange(rows) + 100.0 * rank + 1000 * k
+        dist.all_gather(outs, x, group=group)
+        _same(outs, [np.arange(rows) + 100.0 * j + 1000 * k for j in range(size)])
+        for j, t in enumerate(ins):
+            t[:] = np.arange(rows) + 100 * rank + 10 * j + 1000 * k
+        y[:] = -1.0  # (one output throughout: where the list lies decides alone)
+        dist.reduce_scatter(y, ins, group=group)
+        _same([y], [sum(np.arange(rows) + 100.0 * r + 10 * rank + 1000 * k
+                        for r in range(size))])
     ins = [np.empty(rows) for _ in range(size)]
     outs = [np.empty(rows) for _ in range(size)]
+    y = np.empty(rows)
     for k in range(3):
         exchange(outs, ins, k)
         exchange(outs[::-1], ins[::-1], k)
         exchange(outs[1:] + outs[:1], ins, k)
         exchange([np.empty(rows) for _ in range(size)], [np.empty(rows) for _ in range(size)], k)
+        gather_and_reduce(outs, ins, k)
+        gather_and_reduce(outs[::-1], ins[::-1], k)
     assert group.kept and all(r for entry in group.kept.values() for r in entry[1])
 
 

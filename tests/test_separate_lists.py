@@ -101,6 +101,9 @@ def test_memory_reused_for_another_size(rank, size, group):
         dist.all_gather(outs, ins[0], group=group)
         for j, got in enumerate(outs):
             assert_equal(got, values("float32", (rows, 2), j, rows), "float32")
+        dist.reduce_scatter(outs[0], ins, group=group)
+        assert_equal(outs[0], sum(values("float32", (rows, 2), r, rows + rank)
+                                  for r in range(size)), "float32")
         del outs, ins
         gc.collect()
 
