@@ -32,14 +32,12 @@ from .._mpi import MPI
 from .._process_group import direct_ranks
 from .._work import Work
 from ._messages import Direct, free, issue
-from ._own_block import flat_copy, own_block_copy
+from ._own_block import own_block_copy
 from ._pack import displs
 from ._sizes import Sizes, _kept, exchange
-from ._sizes import rooted as rooted_sizes
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
-           "over", "put_back", "rooted", "rooted_plan", "single", "span", "started",
-           "take"]
+           "over", "put_back", "single", "span", "started", "take"]
 
 
 MAX_RANKS = direct_ranks()
@@ -65,22 +63,6 @@ def plan(pg: Any, scounts: list[int], rcounts: list[int], sizes: Sizes | None) -
         [(j, rcounts[j], j) for j in range(n) if j != me],
         [(j, scounts[j]) for j in range(n) if j != me], list(rcounts), sizes, n,
         (list(scounts), list(rcounts))))
-
-
-def rooted_plan(pg: Any, root: int, gathering: bool, mine: int, counts: list[int] | None,
-                sizes: Sizes | None) -> Direct:
-    """The :class:`Direct` of a gather (``gathering``) or scatter: ``mine`` elements of
-    this rank's tensor, ``counts`` the root's list's sizes (None off the root)."""
-    me, n = pg._rank, pg._size
-    key = ("rooted", me, root, gathering, mine, None if counts is None else tuple(counts),
-           sizes)
-    if me == root:
-        c = list(counts or ())
-        others = [j for j in range(n) if j != root]
-        return _kept(key, lambda: Direct([(j, c[j], j) for j in others], [], c, sizes, n)
-                     if gathering else Direct([], [(j, c[j]) for j in others], [], sizes, n))
-    return _kept(key, lambda: Direct([], [(root, mine)], [], sizes, n) if gathering else
-                 Direct([(root, mine, 0)], [], [mine], sizes, n))
 
 
 def single(pg: Any, src: Any, dst: Any, sarr: Any, rarr: Any, scounts: list[int],
@@ -187,52 +169,6 @@ def span(buf: Any, readonly: bool) -> Any:
     if type(buf) is not _ndarray:
         return buf
     return _fromaddress(_buffer(buf).address, buf.nbytes, readonly)
-
-
-def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any, args: tuple,
-           sizes: Sizes | None, area: Any = None, displs: list[int] | None = None,
-           counts: list[int] | None = None, slot: Any = None,
-           finalize: Callable[[], Any] | None = None, async_op: bool = False,
-           outputs: list[Any] | None = None, keep: Any = None,
-           sig: Callable[[], dict[str, Any]] | None = None, depth: int = 4,
-           kept: Any = None) -> Work | None:
-    """A gather (``gathering``) or scatter as direct messages (``args``: its Gatherv's or
-    Scatterv's): ``arr``, this rank's tensor's array (sent by a gather, written by a
-    scatter); on the root, ``area``, the list's memory (owning none), with each rank's
-    ``displs`` and ``counts`` there, and ``slot``, the root's own entry (numpy), copied
-    locally. ``kept``: a blocking call of the quick path, its messages kept by the group
-    (:func:`started`) under its table's entry (the root's list's, else the datatype;
-    ``sizes`` then made only where the group has none kept)."""
-    copy = None if area is None or not arr.size else flat_copy(slot, arr) if gathering \
-        else flat_copy(arr, slot)
-    if kept is not None:
-        key = (id(kept), gathering, root, arr.size, _buffer(arr).address) if area is None \
-            else (id(kept), _buffer(area).address, *displs)
-        entry = take(pg.kept, key, kept)
-        if entry is None:
-            d = rooted_plan(pg, root, gathering, arr.size, counts,
-                            rooted_sizes(op, pg, root, gathering, arr.size, counts))
-            if not d.big:
-                bufs = _rooted_bufs(d, gathering, span(arr, gathering), dt, area, displs)
-                reqs = d.prepare(pg.direct, bufs)
-                entry = (kept, reqs, [_Status() for _ in reqs], d, bufs)
-        if entry is not None:
-            issue(op, pg, entry[3], args, entry[4], copy, keep=keep, depth=depth,
-                  started=entry)
-            put_back(pg.kept, key, entry)
-            return None
-        sizes = rooted_sizes(op, pg, root, gathering, arr.size, counts)
-    d = rooted_plan(pg, root, gathering, arr.size, counts, sizes)
-    return issue(op, pg, d, args, _rooted_bufs(d, gathering, arr, dt, area, displs), copy,
-                 finalize, async_op, outputs, keep, sig, depth)
-
-
-def _rooted_bufs(d: Direct, gathering: bool, arr: Any, dt: Any, area: Any,
-                 displs: list[int] | None) -> tuple:
-    """:meth:`Direct.post`'s buffers of a gather or scatter (:func:`rooted`'s)."""
-    if area is None:
-        return (arr, d.zeros, None, None, dt) if gathering else (None, None, arr, d.zeros, dt)
-    return (None, None, area, displs, dt) if gathering else (area, displs, None, None, dt)
 
 
 def describe() -> str:

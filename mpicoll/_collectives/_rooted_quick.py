@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _direct
+from . import _direct, _rooted_direct
 from ._call import quick, quick_array
-from ._layout import apart, area, displs, layout
+from ._layout import apart, area, layout
 from ._sizes import rooted as rooted_sizes
 
 # numpy dtype -> MPI datatype, for the quick paths of broadcast and of gather's and
@@ -42,16 +42,16 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
             if q is not None and (q[7] or _direct.chosen(pg)) and q[1] == a.dtype else None
         if hit is None or not apart(q, a):
             return False
+        if _direct.chosen(pg):  # (kept by the Work an interrupt leaves: a may own none)
+            _rooted_direct.rooted(name, pg, root, gathering, a, hit[1], None, None, counts=q[4],
+                           slot=q[6][root], keep=(tensor, tuple(tensors)), depth=5, kept=hit,
+                           lay=q)
+            return True
         mine, theirs = (a, hit[1]), (area(q), *hit)
     args = (mine, theirs, root) if gathering else (theirs, mine, root)
     if _direct.chosen(pg):  # (the user's frame: 5 up from the recorder's; sizes made there)
-        if theirs is None:
-            _direct.rooted(name, pg, root, gathering, a, mine[1], args, None,
-                           keep=tensor, depth=5, kept=mine[1])
-        else:  # (kept by the Work an interrupt leaves: q[0] and a may own no memory)
-            _direct.rooted(name, pg, root, gathering, a, mine[1], args, None, theirs[0],
-                           hit[0][1] if q[7] else displs(q), q[4], q[6][root],
-                           keep=(tensor, tuple(tensors)), depth=5, kept=hit)
+        _rooted_direct.rooted(name, pg, root, gathering, a, mine[1], args, None, keep=tensor,
+                       depth=5, kept=mine[1])
         return True
     sizes = rooted_sizes(name, pg, root, gathering, a.size,
                          None if theirs is None else q[4])

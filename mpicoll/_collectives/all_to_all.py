@@ -227,7 +227,8 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
                 "direct", (sd, rd), None, dt, None, d)
         return _direct.issue(name, pg, d, ([send, (d.counts[0], sd), dt],
                                            [recv, (d.counts[1], rd), dt]),
-                             (send, sd, recv, rd, dt), own_block_copy(send, recv, (sd[me], rd[me], scounts[me]))
+                             (send, sd, recv, rd, dt),
+                             own_block_copy(send, recv, (sd[me], rd[me], scounts[me]))
                              if scounts[me] else None, unpack, async_op,
                              list(output_tensor_list), keep=(ins, outs), sig=sig)
     args, own = alltoallv_args(pg.my_rank, send, scounts, recv, rcounts,

@@ -13,7 +13,7 @@ from .._mpi import MPI
 from .._process_group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
-from . import _direct, _pack, _reduce, _validate
+from . import _direct, _pack, _reduce, _rooted_direct, _validate
 from ._call import issue, quick, quick_array
 from ._rooted_quick import _QUICK, _QUICK_GATHER, _QUICK_SCATTER, quick_rooted
 from ._sizes import rooted as rooted_sizes
@@ -116,8 +116,8 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
                                                                   src.numel, None)
         sig = lambda: {"dtype": src.dtype, "root": root, "mine": src.numel}  # noqa: E731
         if _direct.chosen(pg):
-            return _direct.rooted(name, pg, root, True, src.array, dt, args, sizes,
-                                  async_op=async_op, sig=sig)
+            return _rooted_direct.rooted(name, pg, root, True, src.array, dt, args, sizes,
+                                         async_op=async_op, sig=sig)
         return issue(name, pg, "Gatherv", args, None, async_op, sig=sig, sizes=sizes)
     if gather_list is None:
         raise _Value(name, "missing", "{arg} is required on the destination rank",
@@ -150,9 +150,9 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
                    "root_counts": counts}
     if _direct.chosen(pg):
         ds = args[1][1][1]
-        return _direct.rooted(name, pg, root, True, send, dt, args, sizes, recv, ds, counts,
-                              recv[ds[root]:ds[root] + counts[root]], finish, async_op,
-                              list(gather_list), outs, sig)
+        return _rooted_direct.rooted(name, pg, root, True, send, dt, args, sizes, recv, ds,
+                                     counts, recv[ds[root]:ds[root] + counts[root]], finish,
+                                     async_op, list(gather_list), outs, sig)
     return issue(name, pg, "Gatherv", args, finish, async_op, list(gather_list), keep=outs,
                  sig=sig, sizes=sizes)
 
@@ -188,9 +188,9 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
                                                                   dst.numel, None)
         sig = lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel}  # noqa: E731
         if _direct.chosen(pg):
-            return _direct.rooted(name, pg, root, False, dst.array, dt, args, sizes,
-                                  finalize=dst.commit_hook, async_op=async_op,
-                                  outputs=[tensor], sig=sig)
+            return _rooted_direct.rooted(name, pg, root, False, dst.array, dt, args, sizes,
+                                         finalize=dst.commit_hook, async_op=async_op,
+                                         outputs=[tensor], sig=sig)
         return issue(name, pg, "Scatterv", args, dst.commit_hook, async_op, [tensor], sig=sig,
                      sizes=sizes)
     if scatter_list is None:
@@ -215,8 +215,8 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
                    "root_counts": counts}
     if _direct.chosen(pg):
         ds = args[0][1][1]
-        return _direct.rooted(name, pg, root, False, dst.array, dt, args, sizes, send, ds,
-                              counts, send[ds[root]:ds[root] + counts[root]], dst.commit_hook,
-                              async_op, [tensor], ins, sig)
+        return _rooted_direct.rooted(name, pg, root, False, dst.array, dt, args, sizes,
+                                     send, ds, counts, send[ds[root]:ds[root] + counts[root]],
+                                     dst.commit_hook, async_op, [tensor], ins, sig)
     return issue(name, pg, "Scatterv", args, dst.commit_hook, async_op, [tensor], keep=ins,
                  sig=sig, sizes=sizes)
