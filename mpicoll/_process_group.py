@@ -42,7 +42,8 @@ class ProcessGroup:
     """
 
     __slots__ = ("__weakref__", "_index", "_rank", "_size", "comm", "counts", "desc",
-                 "direct", "kept", "key", "name", "ranks", "received", "sent", "seq", "timeout")
+                 "direct", "kept", "key", "missed", "name", "ranks", "received", "sent", "seq",
+                 "timeout")
 
     def __init__(self, comm: Any, ranks: list[int], *, name: str = "",
                  desc: str = "", timeout: Any = None) -> None:
@@ -64,6 +65,7 @@ class ProcessGroup:
         # call has to wait for it (an async first call would)
         self.direct: Any = comm.Dup() if 1 < self._size <= direct_ranks() else None
         self.kept: dict[tuple, Any] = {}  # its exchanges' persistent messages (_direct)
+        self.missed = 0  # of them: calls that found none, less those that found theirs
         # the same on every member: groups are made in the same order everywhere
         twins = sum(1 for g in _EVERY if g.name == name and g.ranks == ranks)
         self.key = (name, tuple(ranks), twins)

@@ -14,7 +14,7 @@ from mpi4py import MPI
 
 import mpicoll as dist
 from mpicoll import _env
-from mpicoll._collectives import _direct, _sizes
+from mpicoll._collectives import _direct, _rooted_direct, _sizes
 from mpicoll.errors import SizeMismatch
 
 MULTI = pytest.mark.mpi(min_size=2)
@@ -292,6 +292,90 @@ def test_kept_messages_of_lists_follow_their_tensors(rank, size, group):
         gather_and_reduce(outs, ins, k)
         gather_and_reduce(outs[::-1], ins[::-1], k)
     assert group.kept and all(r for entry in group.kept.values() for r in entry[1])
+
+
+@MULTI
+def test_memory_that_moves_posts_its_messages(rank, size, group, monkeypatch):
+    # all_to_all_single over more pairs of arrays than a group keeps messages for, in turn,
+    # so that a call that keeps its messages every time never finds them again: past
+    # _direct.MISSES such calls post their messages instead of making kept ones (but for
+    # one call in _direct.PROBE); then a loop over one pair keeps its messages again.
+    # Every result against numpy throughout
+    made = []
+    prepare = _direct.Direct.prepare
+    monkeypatch.setattr(_direct.Direct, "prepare",
+                        lambda d, comm, bufs: made.append(1) or prepare(d, comm, bufs))
+    pairs = _direct.KEPT + 8
+    xs = [np.arange(2.0 * size) + 100 * rank + k for k in range(pairs)]
+    ys = [np.empty(2 * size) for _ in range(pairs)]
+
+    def call(k):
+        ys[k][:] = -1.0
+        dist.all_to_all_single(ys[k], xs[k], group=group)
+        _same([ys[k]], [np.concatenate([np.arange(2.0 * rank, 2.0 * rank + 2) + 100 * j + k
+                                        for j in range(size)])])
+    for k in range(2 * pairs):
+        call(k % pairs)
+    del made[:]
+    for k in range(2 * pairs):
+        call(k % pairs)
+    # (kept every time, each evicted before its next call: 2 * pairs; the probes' messages
+    # that are found again stay kept, so some calls find theirs and some make them anew)
+    assert len(made) <= pairs, len(made)
+    for _ in range(_direct.PROBE + 2 * _direct.MISSES):
+        call(0)
+    del made[:]
+    for _ in range(10):
+        call(0)
+    assert not made and group.missed <= _direct.MISSES
+
+
+@MULTI
+def test_posted_where_the_group_mostly_misses(rank, size, group, monkeypatch):
+    # every form's quick path, where its group's calls mostly missed their kept messages
+    # (set here): new memory posts its messages, none made, each result against numpy
+    made = []
+    prepare = _direct.Direct.prepare
+    monkeypatch.setattr(_direct.Direct, "prepare",
+                        lambda d, comm, bufs: made.append(1) or prepare(d, comm, bufs))
+    posted, keeps = [], _direct.keeps
+    for module in (_direct, _rooted_direct):  # (each decision, as it is made)
+        monkeypatch.setattr(module, "keeps", lambda g: posted.append(not keeps(g)) or
+                            not posted[-1])
+    rows = 3
+    for k in range(4):  # (the first calls of each form: the general path's)
+        del posted[:]
+        group.missed = _direct.MISSES + 1
+        x = np.arange(rows * size, dtype=np.float64) + 100 * rank + k
+        y = np.full(rows * size, -1.0)
+        dist.all_to_all_single(y, x, group=group)
+        _same([y], [np.concatenate([np.arange(rows * rank, rows * (rank + 1)) + 100.0 * j + k
+                                    for j in range(size)])])
+        group.missed = _direct.MISSES + 1
+        ins = [np.full(rows, 10.0 * rank + j + k) for j in range(size)]
+        outs = [np.full(rows, -1.0) for _ in range(size)]
+        dist.all_to_all(outs, ins, group=group)
+        _same(outs, [np.full(rows, 10.0 * j + rank + k) for j in range(size)])
+        group.missed = _direct.MISSES + 1
+        outs = [np.full(rows, -1.0) for _ in range(size)]
+        dist.all_gather(outs, np.full(rows, rank + 10.0 * k), group=group)
+        _same(outs, [np.full(rows, j + 10.0 * k) for j in range(size)])
+        group.missed = _direct.MISSES + 1
+        out = np.full(rows, -1.0)
+        dist.reduce_scatter(out, ins, group=group)
+        _same([out], [np.full(rows, sum(10.0 * j + rank + k for j in range(size)))])
+        group.missed = _direct.MISSES + 1
+        slots = [np.full(rows, -1.0) for _ in range(size)] if rank == 0 else None
+        dist.gather(np.full(rows, rank + 10.0 * k), slots, dst=0, group=group)
+        if rank == 0:
+            _same(slots, [np.full(rows, j + 10.0 * k) for j in range(size)])
+        group.missed = _direct.MISSES + 1
+        got = np.full(rows, -1.0)
+        dist.scatter(got, [np.full(rows, j + 10.0 * k) for j in range(size)]
+                     if rank == 0 else None, src=0, group=group)
+        _same([got], [np.full(rows, rank + 10.0 * k)])
+        if k:  # (each form's quick path decided, and posted)
+            assert not made and posted == [True] * 6, (len(made), posted)
 
 
 @MULTI

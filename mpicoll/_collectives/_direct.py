@@ -37,13 +37,18 @@ from ._pack import displs
 from ._sizes import Sizes, _kept, exchange
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
-           "over", "put_back", "single", "span", "started", "take"]
+           "keeps", "over", "put_back", "single", "span", "started",
+           "take"]
 
 
 MAX_RANKS = direct_ranks()
 # persistent messages kept per group, in use order (:func:`exchanged`): a training loop
 # exchanges between a few tensors over and over
 KEPT = 16
+# a group's calls that found no kept messages, less those that found theirs, past which
+# those that find none post their messages, but for one call in PROBE (:func:`keeps`)
+MISSES = 8
+PROBE = 32
 _buffer = MPI.buffer
 _fromaddress = MPI.buffer.fromaddress
 _Status = MPI.Status
@@ -92,14 +97,14 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
     _, (sd, rd), _, dt, _, own, d = hit
     c = d.counts
     args = ((s, (c[0], sd), dt), (r, (c[1], rd), dt))
-    if d.big:
-        issue(op, group, d, args, (s, sd, r, rd, dt), None if own is None else (
-            r.reshape(-1), own[1], s.reshape(-1)[own[0]]), keep=keep, depth=6)
-        return
     sa, ra = _buffer(s).address, _buffer(r).address
     key = (id(hit), sa, ra)
-    entry = take(group.kept, key, hit)
+    entry = None if d.big else take(group, key, hit)
     if entry is None:
+        if d.big or not keeps(group):  # (posted, as async calls are)
+            issue(op, group, d, args, (s, sd, r, rd, dt), None if own is None else (
+                r.reshape(-1), own[1], s.reshape(-1)[own[0]]), keep=keep, depth=6)
+            return
         spans = (_fromaddress(sa, s.nbytes, True), sd, _fromaddress(ra, r.nbytes), rd, dt)
         reqs = d.prepare(group.direct, spans)
         # this rank's own block, flat, over the same address ranges (owning nothing)
@@ -120,14 +125,13 @@ def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tupl
     taken out while in use, put back once complete. ``make()`` gives :func:`issue`'s
     arguments and buffers, over address ranges that own nothing: called where the group
     keeps none for ``key``, and kept with the requests (a call that finds them pays for
-    neither). Where :attr:`Direct.big`, posted as usual."""
-    if d.big:
-        args, bufs = make()
-        issue(op, group, d, args, bufs, copy, keep=keep, depth=depth)
-        return
-    entry = take(group.kept, key, hit)
+    neither). Where :attr:`Direct.big`, or where :func:`keeps` says so, posted as usual."""
+    entry = None if d.big else take(group, key, hit)
     if entry is None:
         args, bufs = make()
+        if d.big or not keeps(group):
+            issue(op, group, d, args, bufs, copy, keep=keep, depth=depth)
+            return
         sbuf, sd, rbuf, rd, dt = bufs
         reqs = d.prepare(group.direct, (span(sbuf, True), sd, span(rbuf, False), rd, dt))
         entry = (hit, reqs, [_Status() for _ in reqs], args, bufs)
@@ -143,14 +147,33 @@ def over(d: Direct, sbuf: Any, sd: list[int], rbuf: Any, rd: list[int],
             (sbuf, sd, rbuf, rd, dt))
 
 
-def take(kept: dict[tuple, Any], key: tuple, hit: Any) -> tuple | None:
+def take(group: Any, key: tuple, hit: Any) -> tuple | None:
     """The group's entry for ``key``, taken out while in use; None where it has none (one
     whose ``hit`` is another object is freed: an id reused, that entry is gone)."""
-    entry = kept.pop(key, None)
-    if entry is not None and entry[0] is not hit:
+    entry = group.kept.pop(key, None)
+    if entry is not None:
+        if entry[0] is hit:
+            if group.missed:
+                group.missed -= 1
+            return entry
         free(entry[1])
-        return None
-    return entry
+    return None
+
+
+def keeps(group: Any) -> bool:
+    """Whether a call that found no kept messages (:func:`take`) makes its own kept ones,
+    else posts them once (at 2 ranks a miss costs ~3 us more than posting, and a find
+    saves ~2 us): while the group's calls mostly find theirs (a loop over the same
+    tensors); where they mostly miss (memory that moves: XLA's buffers, a loop over more
+    tensors than :data:`KEPT`), one call in :data:`PROBE`, to find out whether that
+    changed."""
+    missed = group.missed = group.missed + 1
+    if missed <= MISSES:
+        return True
+    if missed < MISSES + PROBE:
+        return False
+    group.missed = MISSES
+    return True
 
 
 def put_back(kept: dict[tuple, Any], key: tuple, entry: tuple) -> None:

@@ -103,14 +103,13 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
     ra = _buffer(r).address
     key = (id(hit), _buffer(s).address, ra) if lay is None else (id(hit), lay[2], ra) \
         if lay[7] else (id(hit), *lay[5], ra)
-    entry = _direct.take(group.kept, key, hit)
+    entry = _direct.take(group, key, hit)
     if entry is None:
         me, n, c = group._rank, group._size, r.size
         if lay is not None:
             s, sd = area(lay), sd if lay[7] else displs(lay)
         sbuf, rbuf = _direct.span(s, True), _fromaddress(ra, r.nbytes)
         scratch = np.empty(n * c, r.dtype)
-        reqs = d.prepare(group.direct, (sbuf, sd, scratch, rd, dt))
         own = np.frombuffer(sbuf, r.dtype)[sd[me]:sd[me] + c]
         out = np.frombuffer(rbuf, r.dtype)
         if not c:
@@ -119,8 +118,13 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
             reduced = partial(how, own, scratch[(1 - me) * c:(2 - me) * c], out=out)
         else:
             reduced = partial(combine, how, dt, n, me, own, out, scratch)
-        entry = (hit, reqs, [_Status() for _ in reqs], scratch, reduced,
-                 ((sbuf, (d.counts[0], sd), dt), (rbuf, (d.counts[1], rd), dt), mpi_op),
+        args = ((sbuf, (d.counts[0], sd), dt), (rbuf, (d.counts[1], rd), dt), mpi_op)
+        if not _direct.keeps(group):  # (posted, as async calls are)
+            issue(op, group, d, args, (sbuf, sd, scratch, rd, dt), None, reduced, keep=keep,
+                  depth=depth)
+            return
+        reqs = d.prepare(group.direct, (sbuf, sd, scratch, rd, dt))
+        entry = (hit, reqs, [_Status() for _ in reqs], scratch, reduced, args,
                  (None, sd, None, rd, dt))
     issue(op, group, d, entry[5], entry[6], None, entry[4], keep=keep, depth=depth,
           started=entry)

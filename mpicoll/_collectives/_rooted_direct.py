@@ -9,7 +9,7 @@ from typing import Any
 
 from .._mpi import MPI
 from .._work import Work
-from ._direct import put_back, span, take
+from ._direct import keeps, put_back, span, take
 from ._layout import area as _area
 from ._layout import displs as _displs
 from ._messages import Direct, issue
@@ -59,12 +59,12 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any,
         key = (id(kept), gathering, root, arr.size, _buffer(arr).address) if area is lay \
             else (id(kept), _buffer(area).address, *displs) if lay is None \
             else (id(kept), lay[2]) if lay[7] else (id(kept), *lay[5])
-        entry = take(pg.kept, key, kept)
-        if entry is None:
-            if lay is not None:  # (kept: (counts, displacements of adjacent views), dt)
-                area, displs = _area(lay), kept[0][1] if lay[7] else _displs(lay)
+        entry = take(pg, key, kept)
+        if entry is None and lay is not None:  # (kept: (counts, adjacent displacements), dt)
+            area, displs = _area(lay), kept[0][1] if lay[7] else _displs(lay)
+        if entry is None and keeps(pg):
             d = plan(pg, root, gathering, arr.size, counts,
-                            rooted_sizes(op, pg, root, gathering, arr.size, counts))
+                     rooted_sizes(op, pg, root, gathering, arr.size, counts))
             if not d.big:
                 bufs = _rooted_bufs(d, gathering, span(arr, gathering), dt, area, displs)
                 reqs = d.prepare(pg.direct, bufs)
