@@ -8,6 +8,8 @@ against a numpy reference; every rank makes the same calls in the same order.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -44,8 +46,26 @@ def _call(rank, size, group, k, async_op, wrong=False):
 @pytest.fixture(autouse=True)
 def exchanges_through_alltoallv(monkeypatch):
     """all_to_all_single as Alltoallv with its counts beside it, as on groups too large
-    to exchange directly (_collectives/_direct: test_direct.py has the direct form)."""
+    to exchange directly (_collectives/_direct: test_direct.py has the direct form).
+
+    What the general path stores for the quick path depends on that choice, which the
+    library makes by a group's size alone: emptied before and after, so that no call of
+    another module's group of this size takes a form its peers do not (3 ranks hung)."""
+    _forget_quick_paths()
     monkeypatch.setattr(_direct, "chosen", lambda pg: False)
+    yield
+    monkeypatch.undo()
+    _forget_quick_paths()
+
+
+def _forget_quick_paths():
+    """Empty every quick-path table of the collectives (``QUICK``, ``_QUICK*``; not the
+    adapter's QUICKERS, which some of them import)."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("mpicoll._collectives"):
+            for attr, table in vars(module).items():
+                if (attr == "QUICK" or attr.startswith("_QUICK")) and isinstance(table, dict):
+                    table.clear()
 
 
 @pytest.fixture
