@@ -81,15 +81,6 @@ def group(request):
     mpicoll.destroy_process_group(pg)
 
 
-@pytest.fixture(scope="module")
-def pair(request):
-    """Ranks 0 and 1 as a group of their own, one per module (None on the other ranks,
-    which are not members), freed when the module ends."""
-    pg = mpicoll.new_group([0, 1], group_desc=f"tests:{request.module.__name__}:pair")
-    yield pg
-    mpicoll.destroy_process_group(pg)
-
-
 # Modules that still take `xp` as the framework's module (numpy or torch), as before the
 # registry: they get exactly that (and only those two) until they move to
 # tests/_frameworks.py, so no test of theirs silently runs another framework's path.

@@ -379,26 +379,6 @@ def test_posted_where_the_group_mostly_misses(rank, size, group, monkeypatch):
 
 
 @MULTI
-def test_broadcasts_on_two_ranks_follow_the_memory(rank, pair):
-    # broadcast on a group of 2 ranks is one message, kept by where the tensor lies:
-    # arrays of one size at other addresses in turn (all alive), one of another size,
-    # then arrays made anew (where freed ones were), roots in turn, an async root and a
-    # blocking receiver and the other way round; each result against what the root holds
-    if rank > 1:
-        return  # (not a member)
-    arrays = [np.empty(3), np.empty(3), np.empty(2), np.empty(3)]
-    for k in range(24):
-        root = k % 2
-        x = arrays[k % 4] if k < 16 else np.empty(1 + k % 3)
-        x[:] = 100.0 * k + np.arange(x.size) if rank == root else -1.0
-        work = dist.broadcast(x, group_src=root, group=pair, async_op=(k % 3 == rank))
-        if work is not None:
-            work.wait()
-        np.testing.assert_array_equal(x, 100.0 * k + np.arange(x.size))
-    assert pair.kept and all(r for entry in pair.kept.values() for r in entry[1])
-
-
-@MULTI
 def test_kept_messages_of_gathers_and_scatters(rank, size, group):
     # repeated gathers and scatters (roots in turn): on every rank the same tensors, ones
     # made anew, and on the root its list reordered; then a rank sends the root more than

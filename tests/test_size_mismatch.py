@@ -256,25 +256,6 @@ def test_scatter_the_root_sends_fewer(rank, size, group):
 
 
 @MULTI
-@pytest.mark.parametrize("sent", [3, 1], ids=["more", "fewer"])
-@pytest.mark.parametrize("async_op", [False, True], ids=["blocking", "async"])
-def test_broadcast_on_two_ranks(sent, async_op, rank, pair):
-    # one message from the root (_rooted_direct.broadcast): the rank whose tensor holds
-    # another size raises, the root returns; the group's next broadcast is right
-    if rank > 1:
-        return  # (not a member)
-    for _ in range(2):
-        x = np.full(sent if rank == 0 else 2, 7.0 if rank == 0 else float(SENTINEL))
-        _raises_on({1}, rank, lambda: _waited(dist.broadcast(x, group_src=0, group=pair,
-                                                             async_op=async_op)),
-                   "broadcast", f"the root (rank 0) sends {sent} element",
-                   ", and tensor on rank 1 holds 2")
-    y = np.full(2, 5.0 if rank == 0 else float(SENTINEL))
-    dist.broadcast(y, group_src=0, group=pair)
-    np.testing.assert_array_equal(y, [5.0, 5.0])
-
-
-@MULTI
 def test_reduce_scatter_a_chunk_is_shorter(rank, size, group):
     # direct messages: rank 0, for which rank 1's chunk is short, raises; the others'
     # outputs are right

@@ -1,8 +1,6 @@
 """[2] gather and scatter as direct messages (:mod:`._direct`): between the root and each
 rank, this rank's own entry copied locally on the root; a repeated blocking call's
-messages kept by the group as persistent ones. On a group of 2 ranks, broadcast too: one
-message, from the root's tensor (MPICH's ``Ibcast`` takes 1.6 us at 8 B where the
-message takes 0.9 us, 6.4 against 5.2 us at 64 KiB, 83 against 72 us at 1 MiB)."""
+messages kept by the group as persistent ones."""
 
 from __future__ import annotations
 
@@ -50,12 +48,12 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any,
     Scatterv's): ``arr``, this rank's tensor's array (sent by a gather, written by a
     scatter); on the root, ``area``, the list's memory (owning none), with each rank's
     ``displs`` and ``counts`` there, and ``slot``, the root's own entry (numpy), copied
-    locally (None: nothing copied, a broadcast's). ``kept``: a blocking call of the quick path, its messages kept by the group
+    locally. ``kept``: a blocking call of the quick path, its messages kept by the group
     (:func:`started`) under its table's entry (the root's list's, else the datatype;
     ``sizes`` then made only where the group has none kept). ``lay``: the root's list's
     layout in the quick path, in place of ``area``, ``displs`` and ``args``: its messages
     kept by where each tensor lies, the area made only where the group keeps none."""
-    copy = None if slot is None or not arr.size else \
+    copy = None if (area is None and lay is None) or not arr.size else \
         flat_copy(slot, arr) if gathering else flat_copy(arr, slot)
     if kept is not None:
         key = (id(kept), gathering, root, arr.size, _buffer(arr).address) if area is lay \
@@ -101,28 +99,3 @@ def _rooted_bufs(d: Direct, gathering: bool, arr: Any, dt: Any, area: Any,
     if area is None:
         return (arr, d.zeros, None, None, dt) if gathering else (None, None, arr, d.zeros, dt)
     return (None, None, area, displs, dt) if gathering else (area, displs, None, None, dt)
-
-
-def one_message(pg: Any) -> bool:
-    """Whether ``pg``'s broadcasts are direct: a group of 2 ranks that has direct calls
-    (its size alone decides: alike on every rank). (Larger groups keep MPI's broadcast,
-    whose trees and pipelines a root's message to each rank would not match.)"""
-    return pg.direct is not None and pg._size == 2
-
-
-def broadcast(op: str, pg: Any, root: int, arr: Any, dt: Any,
-              finalize: Callable[[], Any] | None = None, async_op: bool = False,
-              outputs: list[Any] | None = None, keep: Any = None,
-              sig: Callable[[], dict[str, Any]] | None = None, depth: int = 5,
-              kept: Any = None) -> Work | None:
-    """A broadcast of ``arr`` from ``root`` on a group where :func:`one_message`: the
-    root's message to the other rank, of its count in its tag, as a scatter whose root
-    sends its tensor (no copy of its own); the receiver raises SizeMismatch where its
-    tensor's size is another. ``kept``: the quick path's entry (its messages kept by the
-    group, as :func:`rooted`'s)."""
-    n = arr.size
-    counts = [n, n] if pg._rank == root else None
-    sizes = None if kept is not None else rooted_sizes(op, pg, root, False, n, counts)
-    return rooted(op, pg, root, False, arr, dt, ([arr, dt], root), sizes,
-                  None if counts is None else arr, None if counts is None else [0, 0], counts,
-                  None, finalize, async_op, outputs, keep, sig, depth, kept)

@@ -188,7 +188,6 @@ def scattered(op: str, pg: Any, scounts: list[int], count: int, what: str) -> Si
 
 
 _SLOT = {"gather_single": "gather_tensor's block {peer}"}
-_SENT = {"broadcast": ""}  # (a broadcast's root sends its tensor: :mod:`._rooted_direct`)
 
 
 def rooted(name: str, pg: Any, root: int, gathering: bool, mine: int,
@@ -208,9 +207,8 @@ def rooted(name: str, pg: Any, root: int, gathering: bool, mine: int,
                                    " on the root (rank {me}) holds {want}", root))
     return _kept((name, root, mine, None if counts is None else tuple(counts)),
                  lambda: Sizes(name, "Iscatter", counts, 1, [mine],
-                               "the root (rank {root}) sends {got}" +
-                               _SENT.get(name, " in scatter_list[{me}]") +
-                               ", and tensor on rank {me} holds {want}", root))
+                               "the root (rank {root}) sends {got} in scatter_list[{me}], "
+                               "and tensor on rank {me} holds {want}", root))
 
 
 # Sizes made, by everything they are made from: a training loop's calls, whose general

@@ -19,10 +19,6 @@ from ._rooted_quick import _QUICK, _QUICK_GATHER, _QUICK_SCATTER, quick_rooted
 from ._sizes import rooted as rooted_sizes
 from .reduce_op import ReduceOp, op_name, plan
 
-# broadcast's quick path on groups of 2 ranks (_rooted_direct.one_message): (dtype, size,
-# root) -> what its kept messages are kept under (the root's: displacements, datatype)
-_BCAST: dict[tuple, tuple] = {}
-
 
 def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: bool = False,
               group_src: int | None = None) -> Work | None:
@@ -40,25 +36,12 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
         a = quick_array(tensor)
         dt = _QUICK.get(a.dtype) if a is not None else None
         if dt is not None:
-            if not _rooted_direct.one_message(pg):
-                quick(name, pg, "Ibcast", ([a, dt], root))
-                return None
-            hit = _BCAST.get((a.dtype, a.size, root))
-            if hit is not None:  # (its messages kept by the group: _rooted_direct)
-                _rooted_direct.broadcast(name, pg, root, a, dt, keep=tensor, kept=hit)
-                return None
+            quick(name, pg, "Ibcast", ([a, dt], root))
+            return None
     buf = as_buffer(tensor, writable=pg.my_rank != root, op=name, name="tensor")
     arr = buf.array
     if buf.dtype in PLAIN:
         _QUICK[arr.dtype] = mpi_datatype(arr.dtype)
-    if _rooted_direct.one_message(pg):
-        dt = mpi_datatype(arr.dtype)
-        if buf.dtype in PLAIN:  # (the quick path's entry)
-            _BCAST[(arr.dtype, arr.size, root)] = ((None, [0, 0]), dt)
-        return _rooted_direct.broadcast(name, pg, root, arr, dt, buf.commit_hook, async_op,
-                                        [tensor], sig=lambda: {"dtype": buf.dtype,
-                                                               "numel": buf.numel,
-                                                               "root": root})
     return issue(name, pg, "Bcast", ([arr, mpi_datatype(arr.dtype)], root), buf.commit_hook,
                  async_op, [tensor],
                  sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "root": root})
