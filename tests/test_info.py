@@ -57,7 +57,8 @@ def test_info():
     assert rows["exchanges"] == (
         f"all_to_all, all_gather, reduce_scatter, gather and scatter on groups of 2 to {most} ranks: "
         "point-to-point messages, each with its count in its tag; a repeated blocking "
-        "call's kept as persistent ones (up to 16 per group)" if most > 1 else
+        "call's kept as persistent ones (up to 16 per group; posted where a group's calls "
+        "mostly find none)" if most > 1 else
         f"never (MPICOLL_DIRECT={most}): MPI collectives, their counts beside them"), rows["exchanges"]
     aware, why = gpu_aware()  # this process decides from the same environment
     assert rows["GPU-aware MPI"] == f"{'yes' if aware else 'no'} ({why})"

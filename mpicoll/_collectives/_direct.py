@@ -200,4 +200,5 @@ def describe() -> str:
         return f"never (MPICOLL_DIRECT={MAX_RANKS}): MPI collectives, their counts beside them"
     return ("all_to_all, all_gather, reduce_scatter, gather and scatter on groups of 2 "
             f"to {MAX_RANKS} ranks: point-to-point messages, each with its count in its tag; "
-            f"a repeated blocking call's kept as persistent ones (up to {KEPT} per group)")
+            f"a repeated blocking call's kept as persistent ones (up to {KEPT} per group; "
+            "posted where a group's calls mostly find none)")
