@@ -294,6 +294,15 @@ def test_kept_messages_of_lists_follow_their_tensors(rank, size, group):
     assert group.kept and all(r for entry in group.kept.values() for r in entry[1])
 
 
+def _prepared(monkeypatch):
+    """A list that grows by one entry for each set of kept messages made from now on."""
+    made = []
+    prepare = _direct.Direct.prepare
+    monkeypatch.setattr(_direct.Direct, "prepare",
+                        lambda d, comm, bufs: made.append(1) or prepare(d, comm, bufs))
+    return made
+
+
 @MULTI
 def test_memory_that_moves_posts_its_messages(rank, size, group, monkeypatch):
     # all_to_all_single over more pairs of arrays than a group keeps messages for, in turn,
@@ -301,10 +310,7 @@ def test_memory_that_moves_posts_its_messages(rank, size, group, monkeypatch):
     # _direct.MISSES such calls post their messages instead of making kept ones (but for
     # one call in _direct.PROBE); then a loop over one pair keeps its messages again.
     # Every result against numpy throughout
-    made = []
-    prepare = _direct.Direct.prepare
-    monkeypatch.setattr(_direct.Direct, "prepare",
-                        lambda d, comm, bufs: made.append(1) or prepare(d, comm, bufs))
+    made = _prepared(monkeypatch)
     pairs = _direct.KEPT + 8
     xs = [np.arange(2.0 * size) + 100 * rank + k for k in range(pairs)]
     ys = [np.empty(2 * size) for _ in range(pairs)]
@@ -334,10 +340,7 @@ def test_memory_that_moves_posts_its_messages(rank, size, group, monkeypatch):
 def test_posted_where_the_group_mostly_misses(rank, size, group, monkeypatch):
     # every form's quick path, where its group's calls mostly missed their kept messages
     # (set here): new memory posts its messages, none made, each result against numpy
-    made = []
-    prepare = _direct.Direct.prepare
-    monkeypatch.setattr(_direct.Direct, "prepare",
-                        lambda d, comm, bufs: made.append(1) or prepare(d, comm, bufs))
+    made = _prepared(monkeypatch)
     posted, keeps = [], _direct.keeps
     for module in (_direct, _rooted_direct):  # (each decision, as it is made)
         monkeypatch.setattr(module, "keeps", lambda g: posted.append(not keeps(g)) or
