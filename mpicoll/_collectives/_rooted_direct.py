@@ -56,8 +56,8 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any,
     copy = None if (area is None and lay is None) or not arr.size else \
         flat_copy(slot, arr) if gathering else flat_copy(arr, slot)
     if kept is not None:
-        key = (id(kept), gathering, root, arr.size, _buffer(arr).address) if area is lay \
-            else (id(kept), _buffer(area).address, *displs) if lay is None \
+        # (a kept call off the root has no area; the root's quick path gives its layout)
+        key = (id(kept), gathering, root, arr.size, _buffer(arr).address) if lay is None \
             else (id(kept), lay[2]) if lay[7] else (id(kept), *lay[5])
         entry = take(pg, key, kept)
         if entry is None and lay is not None:  # (kept: (counts, adjacent displacements), dt)
