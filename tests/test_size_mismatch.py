@@ -11,6 +11,8 @@ escape hatch in a launched job.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from _launch import run
@@ -93,6 +95,41 @@ def test_all_to_all_list_of_separate_tensors(sent, rank, size, group):
         if rank != 0:
             for j, got in enumerate(outs):
                 np.testing.assert_array_equal(got, [j, j])
+
+
+@pytest.mark.mpi(min_size=3)
+@pytest.mark.parametrize("form", ["all_to_all_single", "all_to_all"])
+def test_a_message_cut_short_leaves_no_message_running(form, rank, size, group):
+    # rank 1's message to rank 0 is too long and comes at once; the other ranks call
+    # 0.3 s later. MPICH fails rank 0's wait as soon as the long message is in, with the
+    # others still pending: they must have arrived by the time the call raises, never
+    # after, when the output may be freed memory (seen: heap corruption between hosts)
+    _direct_only(group)
+    for _ in range(2):  # (the second call finds its kept messages)
+        if rank >= 2:
+            time.sleep(0.3)
+        if form == "all_to_all":
+            ins = [np.full(3 if (rank == 1 and j == 0) else 2, rank, np.int64)
+                   for j in range(size)]
+            outs = [np.full(2, SENTINEL, np.int64) for _ in range(size)]
+            call = lambda: dist.all_to_all(outs, ins, group=group)  # noqa: E731
+            got = lambda: [o.copy() for o in outs]  # noqa: E731
+        else:
+            splits = [2] * size
+            if rank == 1:
+                splits[0] = 3
+            inp = np.full(sum(splits), rank, np.int64)
+            out = np.full(2 * size, SENTINEL, np.int64)
+            call = lambda: dist.all_to_all_single(  # noqa: E731
+                out, inp, [2] * size, splits, group=group)
+            got = lambda: list(out.copy().reshape(size, 2))  # noqa: E731
+        _raises_on({0}, rank, call, form, "rank 1 sends 3 elements to rank 0")
+        at_raise = got()
+        dist.barrier(group=group)  # (MPI driven: a receive left running completes here)
+        assert [b.tolist() for b in got()] == [b.tolist() for b in at_raise]
+        if rank == 0:  # the ranks that sent what rank 0 expected: in place at the raise
+            for j in range(2, size):
+                assert at_raise[j].tolist() == [j, j]
 
 
 @MULTI

@@ -18,7 +18,7 @@ from .._mpi import MPI
 from .._recorder import done, issued, waiting
 from .._tags import tag_ub
 from .._wait import wait_requests
-from .._work import Work
+from .._work import ABANDONED, Work
 from . import _large
 from ._sizes import Sizes
 
@@ -51,8 +51,7 @@ class Direct:
         self.capped = ub in self.tags  # (a count a tag cannot hold: its length compared)
         self.base, self.sizes, self.counts = base, sizes, counts
         self.zeros = [0] * n  # (displacements of a lone tensor, to every peer)
-        # a count above INT_MAX on an MPI-3 library: its message as one element of a type
-        # that holds them all (_large)
+        # a count above INT_MAX on MPI-3: one element of a type that holds them all (_large)
         self.big = _large.MPI3 and any(c > _large.INT_MAX for c in (
             *(c for _, c, _ in recvs), *(c for _, c in sends)))
 
@@ -123,8 +122,8 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
     ``depth``: frames up to the user's, for the flight recorder (:func:`._call.quick`'s).
     ``started``: a kept entry (its key's part, the persistent requests of these
     messages, their statuses, ...: :func:`._direct.started`), its requests started
-    instead of posting (a blocking call's); freed here
-    wherever they cannot be started again (a mismatch, an MPI error, an interrupt)."""
+    instead of posting (a blocking call's); freed here wherever they cannot be started
+    again (a mismatch, an MPI error, an interrupt)."""
     seq = group.seq = group.seq + 1
     try:
         if _departed.left:
@@ -149,13 +148,13 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
         if started is not None:
             free(reqs)
         raise mpi_error(op, e, args) from e
-    me, dt = group._rank, bufs[4]
+    me, dt, held = group._rank, bufs[4], (args, keep)
     if async_op:
         if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
             copy[0][copy[1]] = copy[2]
         return Work(op, reqs, partial(_compared, direct, sts, me, dt, finalize),
                     keep=(args, keep), outputs=outputs, group=group, seq=seq,
-                    explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, args),
+                    explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, held),
                     rec=rec, statuses=sts)
     try:
         if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
@@ -167,7 +166,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
         done(rec, False)
         # (the counts compared, once what MPI left pending completed; persistent
         # requests freed there, not where an interrupt leaves them running)
-        _explain(direct, reqs, sts, me, dt, op, group, seq, args, started is not None)
+        _explain(direct, reqs, sts, me, dt, op, group, seq, held, started is not None)
         raise mpi_error(op, e, args) from e
     except BaseException:
         # interrupted: the messages, and what follows them, become a pending Work, as if
@@ -186,7 +185,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
             compared = partial(_compared, direct, sts, me, dt, finalize)
             Work(op, reqs, compared if started is None else partial(_freed_after, reqs, compared),
                  keep=(args, keep), outputs=outputs, group=group, seq=seq,
-                 explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, args,
+                 explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, held,
                                  started is not None),
                  rec=rec, statuses=sts)
         else:  # (all completed as the wait returned)
@@ -214,8 +213,7 @@ def free(reqs: list[Any]) -> None:
 
 
 def _freed_after(reqs: list[Any], then: Callable[[], Any]) -> None:
-    """A pending Work's completion of persistent requests: free them (their statuses
-    read already), then ``then`` (the counts compared, ``finalize``)."""
+    """A pending Work's completion of persistent requests: free them, then ``then``."""
     free(reqs)
     then()
 
@@ -229,19 +227,24 @@ def _compared(direct: Direct, sts: list[Any], me: int, dt: Any,
 
 
 def _explain(direct: Direct, reqs: list[Any], sts: list[Any], me: int, dt: Any, op: str,
-             group: Any, seq: int, args: tuple, persistent: bool = False) -> None:
-    """An MPI error (a message cut short): what the tags say. The requests MPI had not
-    completed when it reported the error (MPI_ERR_PENDING) complete first: the peers
-    posted theirs. (A completed persistent request is inactive, not null: its status
-    says whether it is pending.)"""
-    left = [k for k, r in enumerate(reqs)
-            if r and (not persistent or sts[k].Get_error() == _PENDING)]
-    try:
-        if left:
-            wait_requests([reqs[k] for k in left], op, group, seq, args,
+             group: Any, seq: int, held: tuple, persistent: bool = False) -> None:
+    """An MPI error (a message cut short): what the tags say, once the messages MPI left
+    pending (MPI_ERR_PENDING) have completed. Only those: MPICH keeps a failed receive
+    active, and a wait on a list holding it fails at once, which left the others to
+    write into the output after the call raised (seen: heap corruption between hosts).
+    ``held``: (arguments, the caller's tensors), kept for good with requests left running."""
+    left = [k for k in range(len(reqs)) if sts[k].Get_error() == _PENDING]
+    while left:
+        try:
+            wait_requests([reqs[k] for k in left], op, group, seq, held[0],
                           statuses=[sts[k] for k in left])
-    except MPI.Exception:
-        pass
+            break
+        except MPI.Exception:
+            still = [k for k in left if sts[k].Get_error() == _PENDING]
+            if len(still) == len(left):  # (MPI's error not in the statuses)
+                ABANDONED.append(([reqs[k] for k in left], held))
+                break
+            left = still
     if persistent:  # (complete or failed: never restarted)
         free(reqs)
     direct.check(sts, me, dt)
