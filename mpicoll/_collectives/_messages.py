@@ -148,12 +148,12 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
         if started is not None:
             free(reqs)
         raise mpi_error(op, e, args) from e
-    me, dt, held = group._rank, bufs[4], (args, keep)
+    me, dt = group._rank, bufs[4]
     if async_op:
         if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
             copy[0][copy[1]] = copy[2]
         return Work(op, reqs, partial(_compared, direct, sts, me, dt, finalize),
-                    keep=(args, keep), outputs=outputs, group=group, seq=seq,
+                    keep=(held := (args, keep)), outputs=outputs, group=group, seq=seq,
                     explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, held),
                     rec=rec, statuses=sts)
     try:
@@ -166,7 +166,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
         done(rec, False)
         # (the counts compared, once what MPI left pending completed; persistent
         # requests freed there, not where an interrupt leaves them running)
-        _explain(direct, reqs, sts, me, dt, op, group, seq, held, started is not None)
+        _explain(direct, reqs, sts, me, dt, op, group, seq, (args, keep), started is not None)
         raise mpi_error(op, e, args) from e
     except BaseException:
         # interrupted: the messages, and what follows them, become a pending Work, as if
@@ -184,7 +184,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
         elif any(reqs):
             compared = partial(_compared, direct, sts, me, dt, finalize)
             Work(op, reqs, compared if started is None else partial(_freed_after, reqs, compared),
-                 keep=(args, keep), outputs=outputs, group=group, seq=seq,
+                 keep=(held := (args, keep)), outputs=outputs, group=group, seq=seq,
                  explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, held,
                                  started is not None),
                  rec=rec, statuses=sts)
