@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ._abandoned import ABANDONED, running
 from ._describe import mpi_error
 from ._env import as_seconds
 from ._mpi import MPI
@@ -121,6 +122,9 @@ class Work:
                 except BaseException as better:
                     better.__cause__ = e
                     e = better
+            left = running(self._reqs)  # (what MPI may still write: its memory kept)
+            if left:
+                ABANDONED.append((left, self._keep))
         self._exc = e
         self._finalize = self._keep = None
 
@@ -213,9 +217,3 @@ class Work:
     def __repr__(self) -> str:
         state = "completed" if self._done else "pending"
         return f"<mpicoll.Work {self.op} {state}>"
-
-
-# the data of calls whose counts disagreed, not waited for (Work._given_up, and a
-# blocking call's wait: _collectives/_waits): MPI may still write into their buffers, or
-# never complete them, so the requests and buffers are kept for the process's life
-ABANDONED: list[tuple] = []

@@ -24,7 +24,8 @@ LAYERS = [
     ("foundation", {"errors", "_env", "_mpi", "_start", "_tags", "_process", "_describe"}),
     ("process groups", {"_process_group"}),
     ("requests and waiting", {"_pending", "_progress", "_watched", "_polling", "_wait",
-                              "_ordering", "_work", "_departed", "_recorder", "_record_dump"}),
+                              "_ordering", "_work", "_abandoned", "_departed", "_recorder",
+                              "_record_dump"}),
     ("monitor", {"_monitor", "_departures", "_signals"}),
     ("lifecycle", {"_excepthook", "_lifecycle"}),
 ]

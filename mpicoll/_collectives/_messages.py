@@ -11,6 +11,7 @@ from numpy import array as _array
 from numpy import int64 as _int64
 
 from .. import _departed
+from .._abandoned import settle
 from .._checkmode import verify
 from .._describe import mpi_error
 from .._env import settings as _settings
@@ -18,7 +19,7 @@ from .._mpi import MPI
 from .._recorder import done, issued, waiting
 from .._tags import tag_ub
 from .._wait import wait_requests
-from .._work import ABANDONED, Work
+from .._work import Work
 from . import _large
 from ._sizes import Sizes
 
@@ -26,7 +27,6 @@ _ANY = MPI.ANY_TAG
 _Status = MPI.Status
 _testall = MPI.Request.Testall
 _startall = MPI.Prequest.Startall
-_PENDING = MPI.ERR_PENDING
 
 
 class Direct:
@@ -229,22 +229,11 @@ def _compared(direct: Direct, sts: list[Any], me: int, dt: Any,
 def _explain(direct: Direct, reqs: list[Any], sts: list[Any], me: int, dt: Any, op: str,
              group: Any, seq: int, held: tuple, persistent: bool = False) -> None:
     """An MPI error (a message cut short): what the tags say, once the messages MPI left
-    pending (MPI_ERR_PENDING) have completed. Only those: MPICH keeps a failed receive
-    active, and a wait on a list holding it fails at once, which left the others to
-    write into the output after the call raised (seen: heap corruption between hosts).
-    ``held``: (arguments, the caller's tensors), kept for good with requests left running."""
-    left = [k for k in range(len(reqs)) if sts[k].Get_error() == _PENDING]
-    while left:
-        try:
-            wait_requests([reqs[k] for k in left], op, group, seq, held[0],
-                          statuses=[sts[k] for k in left])
-            break
-        except MPI.Exception:
-            still = [k for k in left if sts[k].Get_error() == _PENDING]
-            if len(still) == len(left):  # (MPI's error not in the statuses)
-                ABANDONED.append(([reqs[k] for k in left], held))
-                break
-            left = still
-    if persistent:  # (complete or failed: never restarted)
-        free(reqs)
+    running have completed (:func:`~mpicoll._abandoned.settle`; ``held``: the call's
+    arguments and the caller's tensors, kept with any it cannot complete)."""
+    try:
+        settle(reqs, sts, op, group, seq, held)
+    finally:
+        if persistent:  # (complete, failed or kept running: never restarted)
+            free(reqs)
     direct.check(sts, me, dt)

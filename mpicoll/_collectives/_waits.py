@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._abandoned import ABANDONED
 from .._describe import mpi_error
 from .._mpi import MPI
 from .._recorder import done, waiting
 from .._wait import wait_requests
-from .._work import ABANDONED, Work
+from .._work import Work
 from ._counts_ring import UNSURE
 from ._sizes import Sizes
 
