@@ -41,9 +41,9 @@ class ProcessGroup:
     group's size, as in ``torch.distributed.ProcessGroup``.
     """
 
-    __slots__ = ("__weakref__", "_index", "_rank", "_size", "comm", "counts", "desc",
-                 "direct", "kept", "key", "missed", "name", "ranks", "received", "sent", "seq",
-                 "timeout")
+    __slots__ = ("__weakref__", "_index", "_rank", "_size", "barriers", "comm", "counts",
+                 "desc", "direct", "kept", "key", "missed", "name", "ranks", "received",
+                 "sent", "seq", "timeout")
 
     def __init__(self, comm: Any, ranks: list[int], *, name: str = "",
                  desc: str = "", timeout: Any = None) -> None:
@@ -56,6 +56,7 @@ class ProcessGroup:
         self.desc = desc
         self.timeout = _as_seconds(timeout)
         self.seq = 0  # collectives issued: every member counts the same
+        self.barriers = 0  # monitored_barrier calls, counted alike (their messages say it)
         self.sent: dict[int, int] = {}  # group rank -> messages sent to it
         self.received: dict[int, int] = {}  # group rank -> messages received from it
         # persistent collectives that carry calls' counts, by form (_collectives/_sizes)

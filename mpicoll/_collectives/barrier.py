@@ -46,41 +46,48 @@ def monitored_barrier(group: Any = None, timeout: Any = None,
     Rank 0 of the group collects one message from every other rank, then
     releases them. On expiry rank 0 raises :class:`CollectiveTimeout` naming
     the first missing rank (every missing rank if ``wait_all_ranks``).
+
+    Each message carries the number of the call (a member's calls on the group are
+    counted alike), so a message of a call that timed out, arriving late, is set aside,
+    never taken for the next call's; and no receive is left running after a timeout.
     """
     name = "monitored_barrier"
     pg = resolve(group, name)
     if pg is None:
         return
     secs = as_seconds(timeout) if timeout is not None else (pg.timeout or DEFAULT_TIMEOUT)
-    comm, tag = pg.comm, _tags.barrier()
-    token = np.zeros(1, np.uint8)
-    deadline = time.monotonic() + secs
+    pg.barriers += 1
+    n, deadline = pg.barriers, time.monotonic() + secs
     if pg.my_rank != 0:
-        comm.Send([token, MPI.BYTE], dest=0, tag=tag)
-        req = comm.Irecv([token, MPI.BYTE], source=0, tag=tag)
-        _poll([req], deadline, lambda: f"{name}: rank 0 of the group (global "
-              f"{pg.ranks[0]}) did not release the barrier within {secs} s")
+        pg.comm.Send([np.array([n], np.int64), MPI.INT64_T], dest=0, tag=_tags.barrier())
+        if not _arrives(pg.comm, 0, n, deadline):
+            raise torch_flavoured(CollectiveTimeout)(
+                f"{name}: rank 0 of the group (global {pg.ranks[0]}) did not release the "
+                f"barrier within {secs} s")
         return
-    bufs = [np.zeros(1, np.uint8) for _ in range(pg.nranks)]
-    reqs = {r: comm.Irecv([bufs[r], MPI.BYTE], source=r, tag=tag) for r in range(1, pg.nranks)}
     missing: list[int] = []
-    for r, req in reqs.items():
-        if missing and not wait_all_ranks:
-            break
-        if not test_until(req.Test, deadline):
+    for r in range(1, pg.nranks):
+        if (wait_all_ranks or not missing) and not _arrives(pg.comm, r, n, deadline):
             missing.append(r)
     if missing:
-        for r in reqs:
-            if r in missing:
-                reqs[r].Cancel()
         ranks = [pg.ranks[r] for r in missing]
         raise torch_flavoured(CollectiveTimeout)(
             f"{name}: rank(s) {ranks} (global) did not reach the barrier within {secs} s")
     for r in range(1, pg.nranks):
-        comm.Send([token, MPI.BYTE], dest=r, tag=tag)
+        pg.comm.Send([np.array([n], np.int64), MPI.INT64_T], dest=r, tag=_tags.barrier())
 
 
-def _poll(reqs: list[Any], deadline: float, message: Any) -> None:
-    for req in reqs:
+def _arrives(comm: Any, peer: int, n: int, deadline: float) -> bool:
+    """Receive ``peer``'s message of call ``n`` (those of earlier calls, late, set aside)
+    before ``deadline``; at the deadline, the receive cancelled and completed (MPI never
+    writes into a buffer after the call has returned)."""
+    got, status = np.zeros(1, np.int64), MPI.Status()
+    while True:
+        req = comm.Irecv([got, MPI.INT64_T], source=peer, tag=_tags.barrier())
         if not test_until(req.Test, deadline):
-            raise torch_flavoured(CollectiveTimeout)(message())
+            req.Cancel()
+            req.Wait(status)  # (cancelled, or the message came meanwhile: complete)
+            if status.Is_cancelled():
+                return False
+        if got[0] >= n:
+            return True
