@@ -48,8 +48,9 @@ def settle(reqs: list[Any], sts: list[Any], op: str, group: Any, seq: int,
     def open_(k: int) -> bool:  # (MPI said pending, or has not completed it)
         return bool(reqs[k]) and (sts[k].Get_error() == _PENDING or bool(running([reqs[k]])))
 
-    left = [k for k in range(len(reqs)) if open_(k)]
+    left: list[int] = []
     try:
+        left = [k for k in range(len(reqs)) if open_(k)]
         while left:
             try:
                 wait_requests([reqs[k] for k in left], op, group, seq, held[0],
@@ -60,8 +61,8 @@ def settle(reqs: list[Any], sts: list[Any], op: str, group: Any, seq: int,
                 if len(still) == len(left):  # (none completed: MPI's error is another)
                     break
                 left = still
-    except BaseException:  # (an interrupt)
-        ABANDONED.append(([reqs[k] for k in left], held))
+    except BaseException:  # (an interrupt: what may still run is kept)
+        ABANDONED.append((reqs, held))
         raise
     if left:
         ABANDONED.append(([reqs[k] for k in left], held))

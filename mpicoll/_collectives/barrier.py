@@ -84,10 +84,14 @@ def _arrives(comm: Any, peer: int, n: int, deadline: float) -> bool:
     got, status = np.zeros(1, np.int64), MPI.Status()
     while True:
         req = comm.Irecv([got, MPI.INT64_T], source=peer, tag=_tags.barrier())
-        if not test_until(req.Test, deadline):
-            req.Cancel()
-            req.Wait(status)  # (cancelled, or the message came meanwhile: complete)
-            if status.Is_cancelled():
-                return False
+        try:
+            arrived = test_until(req.Test, deadline)
+        finally:  # (at the deadline, or interrupted)
+            if req:
+                req.Cancel()
+                req.Wait(status)  # (cancelled, or the message came meanwhile: complete)
+                arrived = not status.Is_cancelled()
+        if not arrived:
+            return False
         if got[0] >= n:
             return True
