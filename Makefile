@@ -61,7 +61,7 @@ test-openmpi:
 ## ranks: the backend (DDP, FSDP2 and DTensor included), torch's names and signatures, the
 ## new calls, the entry point, the per-device backend, the examples that use torch, and no
 ## FutureWarning or DeprecationWarning from mpicoll.
-TORCH_NEWEST ?= 2.15.0
+TORCH_NEWEST ?= $(shell sed -n 's/^torch==//p' tests/requirements-torch-newest.txt)
 TVENV        := .venv-torch-newest
 TORCH_TESTS  := tests/test_torch_backend.py tests/test_torch_complete.py tests/test_trace_torch.py \
                 tests/test_signatures.py tests/test_torch_warnings.py tests/test_new_calls.py \
