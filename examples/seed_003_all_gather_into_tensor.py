@@ -28,8 +28,9 @@ def run(rank, size):
 
 
 def main():
-    from mpi4py import MPI
-    run(MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size())
+    # mpicoll starts MPI here (its settings first: under srun --mpi=pmi2 the mpich wheel
+    # needs the OFI network module, which mpicoll chooses only if it starts MPI)
+    run(dist.get_rank(), dist.get_world_size())
 
 
 if __name__ == "__main__":
