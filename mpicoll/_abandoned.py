@@ -24,16 +24,17 @@ _PENDING = MPI.ERR_PENDING
 
 
 def running(reqs: list[Any]) -> list[Any]:
-    """The requests of ``reqs`` that MPI has not completed (active, not null). A request
-    that failed is complete: MPICH keeps one active, and asking about it raises again."""
-    left = []
-    for r in reqs:
-        try:
-            if r and not r.Get_status():
-                left.append(r)
-        except MPI.Exception:
-            pass
-    return left
+    """The requests of ``reqs`` that MPI has not completed (:func:`_unfinished`)."""
+    return [r for r in reqs if _unfinished(r)]
+
+
+def _unfinished(r: Any) -> bool:
+    """Whether MPI has not completed request ``r`` (active, not null). A request that
+    failed is complete: MPICH keeps one active, and asking about it raises again."""
+    try:
+        return bool(r) and not r.Get_status()
+    except MPI.Exception:
+        return False
 
 
 def settle(reqs: list[Any], sts: list[Any], op: str, group: Any, seq: int,
@@ -46,7 +47,7 @@ def settle(reqs: list[Any], sts: list[Any], op: str, group: Any, seq: int,
     running after a further failure or an interrupt are kept with ``held`` (the call's
     arguments and the caller's tensors) for the process's life."""
     def open_(k: int) -> bool:  # (MPI said pending, or has not completed it)
-        return bool(reqs[k]) and (sts[k].Get_error() == _PENDING or bool(running([reqs[k]])))
+        return bool(reqs[k]) and (sts[k].Get_error() == _PENDING or _unfinished(reqs[k]))
 
     left: list[int] = []
     try:

@@ -58,32 +58,33 @@ def monitored_barrier(group: Any = None, timeout: Any = None,
     secs = as_seconds(timeout) if timeout is not None else (pg.timeout or DEFAULT_TIMEOUT)
     pg.barriers += 1
     n, deadline = pg.barriers, time.monotonic() + secs
+    token, tag = [np.array([n], np.int64), MPI.INT64_T], _tags.barrier()
     if pg.my_rank != 0:
-        pg.comm.Send([np.array([n], np.int64), MPI.INT64_T], dest=0, tag=_tags.barrier())
-        if not _arrives(pg.comm, 0, n, deadline):
+        pg.comm.Send(token, dest=0, tag=tag)
+        if not _arrives(pg.comm, 0, n, tag, deadline):
             raise torch_flavoured(CollectiveTimeout)(
                 f"{name}: rank 0 of the group (global {pg.ranks[0]}) did not release the "
                 f"barrier within {secs} s")
         return
     missing: list[int] = []
     for r in range(1, pg.nranks):
-        if (wait_all_ranks or not missing) and not _arrives(pg.comm, r, n, deadline):
+        if (wait_all_ranks or not missing) and not _arrives(pg.comm, r, n, tag, deadline):
             missing.append(r)
     if missing:
         ranks = [pg.ranks[r] for r in missing]
         raise torch_flavoured(CollectiveTimeout)(
             f"{name}: rank(s) {ranks} (global) did not reach the barrier within {secs} s")
     for r in range(1, pg.nranks):
-        pg.comm.Send([np.array([n], np.int64), MPI.INT64_T], dest=r, tag=_tags.barrier())
+        pg.comm.Send(token, dest=r, tag=tag)
 
 
-def _arrives(comm: Any, peer: int, n: int, deadline: float) -> bool:
+def _arrives(comm: Any, peer: int, n: int, tag: int, deadline: float) -> bool:
     """Receive ``peer``'s message of call ``n`` (those of earlier calls, late, set aside)
     before ``deadline``; at the deadline, the receive cancelled and completed (MPI never
     writes into a buffer after the call has returned)."""
     got, status = np.zeros(1, np.int64), MPI.Status()
     while True:
-        req = comm.Irecv([got, MPI.INT64_T], source=peer, tag=_tags.barrier())
+        req = comm.Irecv([got, MPI.INT64_T], source=peer, tag=tag)
         try:
             arrived = test_until(req.Test, deadline)
         finally:  # (at the deadline, or interrupted)
