@@ -28,6 +28,29 @@ def test_all_gather_into_tensor(xin, dtype, layout, rank, size, group):
     assert_equal(inp, xin.to_numpy(xin.tensor(mine, dtype)), dtype)  # input untouched
 
 
+@pytest.mark.parametrize("shape", ["flat", "other"])
+def test_all_gather_into_tensor_any_shape_of_the_count(xin, shape, rank, size, group):
+    """As NCCL: only the count is checked (accelerate's gather passes a flat output for a
+    2-D input); the output holds the ranks' inputs one after another in memory order."""
+    xo = xin.output("float32")
+    mine = block(rank, 0, 1, 5, "float32")
+    exp = np.concatenate([block(r, 0, 1, 5, "float32").reshape(-1) for r in range(size)])
+    out = xo.empty((size * 5,) if shape == "flat" else (5, size), "float32")
+    dist.all_gather_into_tensor(out, xin.tensor(mine, "float32"), group=group)
+    assert_equal(out, exp.reshape(out.shape), "float32")
+
+
+def test_all_gather_into_tensor_count_that_disagrees(xin, rank, size, group):
+    xo = xin.output("float32")
+    out = xo.full((size * 5 + 1,), 7, "float32")
+    with pytest.raises(ValueError, match=rf"output_tensor must hold group size x input_tensor: "
+                                         rf"expected shape \({size}, 5\) or \({size}, 1, 5\) "
+                                         rf"\(or any shape of {size * 5} elements\), got "
+                                         rf"\({size * 5 + 1},\)"):
+        dist.all_gather_into_tensor(out, xin.tensor(np.ones((1, 5)), "float32"), group=group)
+    assert_equal(out, np.full(size * 5 + 1, 7, np.float32), "float32")
+
+
 def test_all_gather_single_is_all_gather_into_tensor(xin, rank, size):
     xo = xin.output("int32")
     out = xo.empty((size,), "int32")

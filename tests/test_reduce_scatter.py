@@ -32,6 +32,19 @@ def test_reduce_scatter_tensor(xin, dtype, op, layout, rank, size, group):
     np.testing.assert_array_equal(to_np(inp), before)  # input never modified
 
 
+@pytest.mark.parametrize("shape", ["flat", "other"])
+def test_reduce_scatter_tensor_any_shape_of_the_count(xin, shape, rank, size, group):
+    """As NCCL: only the count is checked; rank r's block is the r-th run of the output's
+    count in the input's memory order."""
+    xo = xin.output("float32")
+    ishape = (size * 6,) if shape == "flat" else (3, 2 * size)
+    inp = xin.tensor(values("float32", ishape, rank), "float32")
+    out = xo.empty((2, 3) if shape == "flat" else (6,), "float32")
+    dist.reduce_scatter_tensor(out, inp, group=group)
+    full = reduce_ref([values("float32", ishape, r) for r in range(size)], "SUM", "float32")
+    assert_equal(out, full.reshape(-1)[rank * 6:(rank + 1) * 6].reshape(out.shape), "float32")
+
+
 def test_reduce_scatter_single_alias(xin, rank, size):
     # on WORLD (group=None): the default group's path
     out = xin.output().empty((1,), "int32")

@@ -176,11 +176,14 @@ def peer(pg: ProcessGroup, op: str, global_rank: Any, group_rank: Any, gname: st
 
 def stacked_or_concat(op: str, big: Buffer, small: Buffer, n: int, bname: str,
                       sname: str) -> None:
-    """``big`` is ``n`` copies of ``small``: shape (n*d0, ...) or (n, *small.shape)."""
+    """``big`` is ``n`` copies of ``small``, rank by rank in memory order: shape
+    (n*d0, ...), (n, *small.shape), or any shape of ``n`` times as many elements, as
+    NCCL accepts (accelerate's gather passes a flat output for a 2-D input)."""
     s = small.shape
-    stacked = (n, *s)
-    concat = (n * s[0], *s[1:]) if s else (n,)
-    if tuple(big.shape) not in (stacked, concat):
+    if big.numel != n * small.numel:
+        stacked = (n, *s)
+        concat = (n * s[0], *s[1:]) if s else (n,)
         raise _Value(op, "shape", "{big} must hold group size x {small}: expected shape "
-                     "{expected} or {stacked}, got {got}", {"big": bname, "small": sname},
-                     expected=concat, stacked=stacked, got=tuple(big.shape))
+                     "{expected} or {stacked} (or any shape of {numel} elements), got {got}",
+                     {"big": bname, "small": sname}, expected=concat, stacked=stacked,
+                     numel=n * small.numel, got=tuple(big.shape))

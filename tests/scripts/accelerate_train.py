@@ -1,7 +1,7 @@
 """accelerate on CPU under mpiexec: with MODE "mpi", over mpicoll serving torch's "mpi"
 backend (accelerate picks "mpi" when torch.distributed.is_mpi_available()); with
 "gloo", accelerate's own choice. prepare/backward/step, gather_for_metrics on a dataset
-that does not split evenly, reduce(mean); rank 0 saves the weights to OUT."""
+that does not split evenly, gather of a 2-D tensor, reduce(mean); rank 0 saves the weights to OUT."""
 
 import sys
 
@@ -37,6 +37,10 @@ for xb, yb in train:
 evals = acc.prepare(DataLoader(TensorDataset(torch.arange(11.0)), batch_size=2))
 seen = torch.cat([acc.gather_for_metrics(b[0]) for b in evals])
 assert sorted(seen.tolist()) == list(range(11)), seen.tolist()
+# a 2-D gather: on every backend but gloo, accelerate gathers into a flat output and
+# views it (all_gather_into_tensor with output shape (2 * 5,) for an input of (1, 5))
+rows = acc.gather(torch.arange(5.0).reshape(1, 5) + 10 * acc.process_index)
+assert rows.tolist() == [[0.0, 1, 2, 3, 4], [10.0, 11, 12, 13, 14]], rows.tolist()
 mean = acc.reduce(torch.tensor([float(acc.process_index + 1)]), "mean")
 assert mean.item() == 1.5, mean
 if acc.is_main_process:
