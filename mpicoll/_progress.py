@@ -1,11 +1,26 @@
-"""A background thread that completes pending Works, so futures finish on their own.
+"""Background threads that complete pending Works, so futures finish on their own.
 
 MPI progresses nonblocking operations only inside MPI calls. A caller that
-waits on a future (DDP's Reducer does) needs someone to make those calls: this
-thread tests the pending requests with a short back-off and runs each Work's
-completion callback. ``claim`` hands a Work back to a thread that wants to
-block on it, so no request is ever waited on by two threads at once. ``drain``
-stops it and completes everything still pending.
+waits on a future (DDP's Reducer does) needs someone to make those calls: a
+progress thread tests the pending requests with a short back-off and runs each
+Work's completion callback.
+
+A callback may itself wait for another Work's future: torch runs a future's
+``.then()`` callbacks inside ``set_result``, and PowerSGD's hook waits there on a
+second all-reduce. So the threads follow the leader/followers pattern: one
+thread, the leader, tests; before it runs callbacks while other Works are still
+pending, it hands the lead to another thread (an idle one, else a new one), so a
+callback that blocks never stops the progress of the Works it waits for. Once
+its callbacks return, a thread leads again if no one does, else waits idle (one
+idle thread is kept; more end).
+
+Every pending Work is registered with the monitor (``_watched``) under its
+group's timeout, as a blocking wait is: a future that can never complete ends
+the job with the watchdog's report, never in silence.
+
+``claim`` hands a Work back to a thread that wants to block on it, so no
+request is ever waited on by two threads at once. ``drain`` stops the threads
+and completes everything still pending.
 """
 
 from __future__ import annotations
@@ -18,88 +33,168 @@ from collections.abc import Callable
 from typing import Any
 
 from ._pending import pending
+from ._wait import timeout_for
+from ._watched import watched
 
 Work = Any  # a mpicoll._work.Work (or the torch backend's): duck-typed here
+Callback = Callable[[Work], None]
+
+_IDLE_KEPT = 1  # idle threads kept for the next hand-off; more end
 
 
 class _Engine:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._pending: dict[Work, Callable[[Work], None]] = {}
-        self._thread: threading.Thread | None = None
+        # work -> (its callback, its token with the monitor)
+        self._pending: dict[Work, tuple[Callback, int]] = {}
+        self._leader: threading.Thread | None = None
+        self._threads: set[threading.Thread] = set()
+        self._in_callbacks: set[threading.Thread] = set()
+        self._idle = 0
         self._stopping = False
 
-    def watch(self, work: Work, callback: Callable[[Work], None]) -> None:
-        """Run ``callback(work)`` from the progress thread once ``work`` completes."""
+    def watch(self, work: Work, callback: Callback) -> None:
+        """Run ``callback(work)`` from a progress thread once ``work`` completes."""
+        token = watched.begin(work.op, work.group, work.seq, getattr(work, "_keep", None),
+                              timeout_for(work.group), getattr(work, "peer", None))
         with self._lock:
-            self._pending[work] = callback
-            if not self._stopping and (self._thread is None or not self._thread.is_alive()):
-                self._thread = threading.Thread(target=self._run, name="mpicoll-progress",
-                                                daemon=True)
-                self._thread.start()
-            self._wake.notify()
+            self._pending[work] = (callback, token)
+            if self._leader is None or self._leader in self._in_callbacks:
+                # no one tests, or the leader is inside callbacks that may be waiting
+                # for this very work (a .then() that issued it): another thread leads
+                self._hand_over()
+            self._wake.notify_all()
 
     def test(self, work: Work) -> bool:
-        """``work.is_completed()``, never while the thread tests it."""
+        """``work.is_completed()``, never while a progress thread tests it."""
         with self._lock:
             return work.is_completed()
 
-    def claim(self, work: Work) -> Callable[[Work], None] | None:
-        """Take ``work`` back from the thread; returns its callback if it was pending."""
+    def claim(self, work: Work) -> Callback | None:
+        """Take ``work`` back from the threads; returns its callback if it was pending."""
         with self._lock:
-            return self._pending.pop(work, None)
+            entry = self._pending.pop(work, None)
+        if entry is None:
+            return None
+        watched.end(entry[1])
+        return entry[0]
 
-    def stop(self) -> list[tuple[Work, Callable[[Work], None]]]:
-        """Stop and join the thread; returns the works still pending, with their callbacks.
+    def stop(self) -> list[tuple[Work, Callback]]:
+        """Stop the threads; returns the works still pending, with their callbacks.
 
         The caller (the main thread, at exit or destroy_process_group) completes them:
         no mpicoll thread may be running framework code when the interpreter finalizes.
+        Threads inside a callback are joined after those are completed (:func:`drain`):
+        the callback may be waiting for one of them.
         """
         with self._lock:
             self._stopping = True
-            thread = self._thread
-            self._wake.notify()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            self._wake.notify_all()
+            idle = [t for t in self._threads if t not in self._in_callbacks]
+        me = threading.current_thread()
+        for t in idle:
+            if t is not me:
+                t.join()
         with self._lock:
             owed = list(self._pending.items())
             self._pending.clear()
-            self._thread = None
+        for _, (_, token) in owed:
+            watched.end(token)
+        return [(work, callback) for work, (callback, _) in owed]
+
+    def join(self) -> None:
+        """After :meth:`stop` and the owed callbacks: join the threads that were inside
+        callbacks, then allow new threads again."""
+        with self._lock:
+            busy = list(self._threads)
+        me = threading.current_thread()
+        for t in busy:
+            if t is not me:
+                t.join()
+        with self._lock:
             self._stopping = False
-        return owed
+
+    def _hand_over(self) -> None:
+        """Pass the lead on (the lock held): to an idle thread, else to a new one."""
+        if self._stopping:
+            return
+        self._leader = None
+        if self._idle:
+            self._wake.notify_all()
+        else:
+            t = threading.Thread(target=self._run, name="mpicoll-progress", daemon=True)
+            self._threads.add(t)
+            t.start()
+
+    def _lead(self, me: threading.Thread) -> bool:
+        """Wait (the lock held) until this thread leads and there is work; False when
+        the engine stops or this thread is an idle one too many."""
+        while True:
+            if self._stopping:
+                return False
+            if self._leader is None:
+                self._leader = me
+            if self._leader is me and self._pending:
+                return True
+            if self._leader is not me:
+                if self._idle >= _IDLE_KEPT:
+                    return False
+                self._idle += 1
+                try:
+                    self._wake.wait()
+                finally:
+                    self._idle -= 1
+            else:
+                self._wake.wait()
 
     def _run(self) -> None:
+        me = threading.current_thread()
         delay = 2e-5
-        while True:
-            finished: list[tuple[Work, Callable[[Work], None]]] = []
-            with self._lock:
-                while not self._pending and not self._stopping:
-                    self._wake.wait()
+        try:
+            while True:
+                finished: list[tuple[Work, Callback, int]] = []
+                with self._lock:
+                    if not self._lead(me):
+                        return
+                    for work in list(self._pending):
+                        if work.is_completed():
+                            callback, token = self._pending.pop(work)
+                            finished.append((work, callback, token))
+                    if finished:
+                        self._in_callbacks.add(me)
+                        if self._pending:
+                            # the callbacks may block (a future's .then() waiting for
+                            # another Work): what is left to test needs another leader
+                            self._hand_over()
+                for work, callback, token in finished:
+                    watched.end(token)
+                    try:
+                        callback(work)
+                    except Exception:
+                        traceback.print_exc()
+                if finished:
+                    with self._lock:
+                        self._in_callbacks.discard(me)
                     delay = 2e-5
-                if self._stopping:
-                    return
-                for work in list(self._pending):
-                    if work.is_completed():
-                        finished.append((work, self._pending.pop(work)))
-            for work, callback in finished:
-                try:
-                    callback(work)
-                except Exception:
-                    traceback.print_exc()
-            if finished:
-                delay = 2e-5
-            else:
-                time.sleep(delay)
-                delay = min(delay * 2, 5e-4)
+                else:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 5e-4)
+        finally:
+            with self._lock:
+                self._threads.discard(me)
+                self._in_callbacks.discard(me)
+                if self._leader is me:
+                    self._leader = None
+                    if self._pending:
+                        self._hand_over()
 
 
 engine = _Engine()
 
 
-
 def drain() -> None:
-    """Stop the progress thread, then complete every pending Work in this thread (their
+    """Stop the progress threads, then complete every pending Work in this thread (their
     future callbacks included): at exit, and before a group's communicator is freed."""
     owed = engine.stop()
     for work, callback in owed:
@@ -111,6 +206,7 @@ def drain() -> None:
             callback(work)
         except Exception:
             traceback.print_exc()
+    engine.join()
     for work in list(pending.values()):
         try:
             work.wait()

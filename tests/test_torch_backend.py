@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import _ddp
 import numpy as np
 import pytest
@@ -185,6 +187,45 @@ def _opts(opts, **fields):
     for k, v in fields.items():
         setattr(opts, k, v)
     return opts
+
+
+def _within(fut, seconds):
+    """``fut``'s value, failing (not hanging) where it is not done within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not fut.done():
+        assert time.monotonic() < deadline, f"the future did not complete in {seconds} s"
+        time.sleep(0.01)
+    return fut.wait()
+
+
+def test_future_callback_that_waits_on_another_collective(rank, size):
+    """PowerSGD's pattern: a .then() callback waits on the future of a second async
+    collective. torch runs the callback inside set_result, on the thread that completed
+    the first future: that thread must not be the only one that can complete the second
+    (it was, and the job hung). Rank 1 arrives late, so the first future completes on
+    the progress thread, not at the call."""
+    x = torch.ones(4)
+    y = torch.full((4,), 2.0)
+
+    def both(fut):
+        second = tdist.all_reduce(y, async_op=True).get_future().wait()[0]
+        return fut.value()[0] + second
+
+    if rank == 1:
+        time.sleep(0.5)
+    chained = tdist.all_reduce(x, async_op=True).get_future().then(both)
+    # and a chain two deep: the callback's callback waits on a third collective
+    z = torch.full((4,), 3.0)
+
+    def deeper(fut):
+        return tdist.all_reduce(z, async_op=True).get_future().then(
+            lambda f: f.value()[0] + fut.value()).wait()
+
+    got = _within(chained.then(deeper), 60)
+    # x + y summed (3 size), then z summed (3 size)
+    np.testing.assert_array_equal(got.numpy(), np.full(4, 6.0 * size))
+    np.testing.assert_array_equal(x.numpy(), np.full(4, float(size)))
+    np.testing.assert_array_equal(y.numpy(), np.full(4, 2.0 * size))
 
 
 def test_gather_futures_give_flat_lists(rank, size):
