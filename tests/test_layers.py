@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mpicoll"
-MAX_LINES = 250
 
 # The runtime, bottom up. A module of a layer imports only modules of its own layer or of
 # the layers below it, and nothing of mpicoll outside the runtime: an upward need is met
@@ -210,12 +209,6 @@ def test_runtime_layers_import_downwards():
 
 def test_deferred_imports_say_why():
     assert unexplained_deferred(KNOWN, GRAPH) == []
-
-
-def test_no_module_over_250_lines():
-    long = {name: n for name, path in KNOWN.items()
-            if (n := len(path.read_text().splitlines())) > MAX_LINES}
-    assert long == {}
 
 
 # -- the checks themselves, on a package made for them
