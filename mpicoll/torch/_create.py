@@ -5,6 +5,8 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+from torch.distributed.constants import default_pg_timeout
+
 from .._process_group import ProcessGroup as _Group
 from .._process_group import birth as _birth
 from .._start import mpi
@@ -22,6 +24,14 @@ def _world_group() -> _Group:
         _birth(world)  # the departure channel and how blocking calls wait, if not yet
         _world = _Group(world.Dup(), list(range(world.Get_size())), name="torch-world")
     return _world
+
+
+def _timeout(given: Any) -> Any:
+    """The group's own timeout: the one given to ``init_process_group``/``new_group``, or
+    None where torch handed its default (it always hands one), so that ``MPICOLL_TIMEOUT``
+    applies, else the same 30 minutes. An explicit timeout equal to torch's default
+    cannot be told from none: ``MPICOLL_TIMEOUT``, where set, wins over it."""
+    return None if given == default_pg_timeout else given
 
 
 def _create(dist_opts: Any, backend_opts: Any) -> Any:
@@ -47,7 +57,7 @@ def _create(dist_opts: Any, backend_opts: Any) -> Any:
         comm = world.comm.Create_group(sub, tag=tag)
         sub.Free()
         parent.Free()
-    group = _Group(comm, ranks, name=str(dist_opts.group_id), timeout=dist_opts.timeout)
+    group = _Group(comm, ranks, name=str(dist_opts.group_id), timeout=_timeout(dist_opts.timeout))
     if group.rank() != dist_opts.group_rank or group.size() != dist_opts.group_size:
         raise ValueError(f"mpicoll backend: group rank/size {group.rank()}/{group.size()} "
                          f"disagree with torch's {dist_opts.group_rank}/{dist_opts.group_size}")
