@@ -244,3 +244,11 @@ class MpicollProcessGroup(Collectives, dist.ProcessGroup):
     """torch.distributed ProcessGroup whose collectives run over MPI via mpicoll: the whole
     group, every device (device tensors staged through the host or GPU-aware MPI)."""
 
+    @property
+    def _device_types(self) -> list[torch.device]:
+        """The devices this group serves, as gloo lists its own. torch fills the C++ list
+        only for the c10d Backends it registers, and a Python group is none of them; its
+        Python helpers read this name (checkpointing's ``broadcast_from_rank0`` indexes
+        it, ``dcp.async_save`` looks for the CPU in it, object collectives pick by it)."""
+        return [torch.device("cuda"), torch.device("cpu")]
+
