@@ -7,6 +7,7 @@ this module never imports them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -28,10 +29,31 @@ def mpi() -> Any:
     from ._mpi import MPI  # lazy: importing mpicoll._mpi starts MPI
 
     if not _started:
+        _refuse_a_world_mpi_cannot_see(MPI)
         _started = True
         for hook in _hooks:
             hook(MPI)
     return MPI
+
+
+def _refuse_a_world_mpi_cannot_see(MPI: Any) -> None:
+    """Raise where MPI sees one process but the environment names a larger job: torchrun
+    (or processes started by hand with ``RANK``/``WORLD_SIZE``) made processes that MPI
+    never joined, and each would go on as a job of one, silently."""
+    env = os.environ
+    try:
+        world = int(env.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return
+    if world <= 1 or MPI.COMM_WORLD.Get_size() != 1:
+        return
+    by = "torchrun" if "TORCHELASTIC_RUN_ID" in env else "the environment"
+    raise RuntimeError(
+        f"mpicoll: {by} says this is rank {env.get('RANK', '?')} of WORLD_SIZE={world}, but "
+        f"MPI sees a job of 1 process: mpicoll's ranks come from MPI, and these processes "
+        f"were not started by an MPI launcher, so each would run alone. Launch with "
+        f"`mpiexec -n {world} python script.py` (or srun), not torchrun or by hand; for "
+        f"a one-process run, unset WORLD_SIZE")
 
 
 @cache
