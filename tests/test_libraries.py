@@ -1,7 +1,9 @@
 """Real libraries over the torch backend, each in its own 2-rank job, each compared with
 gloo or with a local reference (never with itself): Lightning's fit with DDP and
 ``sync_dist`` logging, accelerate on CPU over the "mpi" stand-in
-(``mpicoll.torch.serve_as_mpi``), torchmetrics synced with uneven sample counts."""
+(``mpicoll.torch.serve_as_mpi``; its gather of a 2-D tensor included), torchmetrics
+synced with uneven sample counts, a Hugging Face ``Trainer``, and torch's own libraries
+(PowerSGD's DDP hook, checkpointing, pipelining, compiled functional collectives)."""
 
 from __future__ import annotations
 
@@ -58,3 +60,37 @@ def test_torchmetrics_sync_with_uneven_samples():
     out = _job("torchmetrics_sync.py")
     assert "rank 0: torchmetrics ok" in out and "rank 1: torchmetrics ok" in out, out
 
+
+
+def test_hugging_face_trainer_over_the_mpi_stand_in_equals_gloo(tmp_path):
+    import transformers  # noqa: F401
+
+    got = {}
+    for mode in ("mpi", "gloo"):
+        out = _job("hf_trainer.py", mode, str(tmp_path / f"{mode}.npz"),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=_port())
+        assert f"rank 0: trainer ok over {mode}" in out, out
+        assert f"rank 1: trainer ok over {mode}" in out, out
+        got[mode] = np.load(tmp_path / f"{mode}.npz")
+    np.testing.assert_array_equal(got["mpi"]["weights"], got["gloo"]["weights"])
+    assert got["mpi"]["eval_loss"] == got["gloo"]["eval_loss"]
+
+
+def test_torch_libraries_over_mpicoll_equal_gloo(tmp_path):
+    got = {}
+    for backend in ("mpicoll", "gloo"):
+        (tmp_path / backend).mkdir()
+        out = _job("torch_ecosystem.py", backend, str(tmp_path / backend),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=_port())
+        for rank in (0, 1):
+            assert f"rank {rank}: torch libraries ok over {backend}" in out, out
+        got[backend] = [dict(np.load(tmp_path / backend / f"{rank}.npz")) for rank in (0, 1)]
+    for rank in (0, 1):
+        mine, gloo = got["mpicoll"][rank], got["gloo"][rank]
+        assert mine.keys() == gloo.keys()
+        for what in mine:  # sums of two ranks' values: exact in either order
+            np.testing.assert_array_equal(mine[what], gloo[what], err_msg=what)
+    # the ranks' DDP weights agree, and the compiled function's values are known:
+    # all_gather(sum over ranks of 2 (arange(4) + rank), plus 1)
+    np.testing.assert_array_equal(got["mpicoll"][0]["powersgd"], got["mpicoll"][1]["powersgd"])
+    np.testing.assert_array_equal(got["mpicoll"][0]["compiled"], np.tile([3.0, 7, 11, 15], 2))

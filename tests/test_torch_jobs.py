@@ -1,0 +1,68 @@
+"""torch jobs that cannot run as launched, or cannot finish, end on every process with a
+message that says why: torchrun and hand launches (mpicoll's ranks come from MPI), and a
+future's callback that waits for ever, under the timeout's rule (the one given to
+``init_process_group`` wins, then ``MPICOLL_TIMEOUT``, then torch's 30 minutes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from _launch import ROOT, clean_env, run
+
+pytestmark = pytest.mark.spawn
+
+BOUND = 90  # seconds: a hang detector, not a speed assertion
+REFUSAL = "MPI sees a job of 1 process: mpicoll's ranks come from MPI"
+
+
+def test_torchrun_is_refused_on_every_process():
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                        "--nproc-per-node", "2", "tests/scripts/torch_launch.py"],
+                       cwd=ROOT, env=clean_env(), capture_output=True, text=True,
+                       timeout=BOUND, check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out
+    for rank in (0, 1):
+        assert (f"mpicoll: torchrun says this is rank {rank} of WORLD_SIZE=2, but {REFUSAL}"
+                in out), out
+    assert "`mpiexec -n 2 python script.py`" in out, out
+    assert " of 1" not in p.stdout, out  # no process went on alone
+
+
+def test_hand_launch_is_refused_on_every_process():
+    procs = [subprocess.Popen([sys.executable, "tests/scripts/torch_launch.py"], cwd=ROOT,
+                              env=clean_env(RANK=str(r), WORLD_SIZE="2",
+                                            MASTER_ADDR="127.0.0.1", MASTER_PORT="1"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in (0, 1)]
+    for r, p in enumerate(procs):
+        out, err = p.communicate(timeout=BOUND)
+        assert p.returncode != 0, out + err
+        assert (f"mpicoll: the environment says this is rank {r} of WORLD_SIZE=2, but "
+                f"{REFUSAL}") in err, err
+        assert " of 1" not in out
+
+
+def test_one_process_under_torchrun_runs():
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                        "--nproc-per-node", "1", "tests/scripts/torch_launch.py"],
+                       cwd=ROOT, env=clean_env(), capture_output=True, text=True,
+                       timeout=BOUND, check=False)
+    assert p.returncode == 0 and "rank 0 of 1" in p.stdout, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize(("given", "env", "expected"), [
+    ("-", "3", 3),  # torch hands its default: MPICOLL_TIMEOUT applies
+    ("2", "600", 2),  # the timeout given to init_process_group wins
+])
+def test_callback_that_can_never_complete_ends_at_the_timeout(given, env, expected):
+    p = run(2, ["tests/scripts/torch_stuck_callback.py", given, "token"], timeout=BOUND,
+            MPICOLL_TIMEOUT=env)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert "rank 0: past the callback" not in p.stdout
+    assert "unreachable" not in p.stdout
+    assert (f"mpicoll watchdog: rank 0 stuck for {expected}." in p.stderr
+            and f"(timeout {expected} s) in all_reduce #2 on group '0'" in p.stderr), p.stderr
+    assert "not arrived: global rank 1" in p.stderr, p.stderr
