@@ -59,14 +59,16 @@ test-openmpi:
 ## The torch-facing tests on the newest torch on the registry (a CUDA build that runs on
 ## the CPU, ~5.5 GB, installed without pip's cache), in a venv of its own, at 1 and 2
 ## ranks: the backend (DDP, FSDP2 and DTensor included), torch's names and signatures, the
-## new calls, the entry point, the per-device backend, the examples that use torch, and no
-## FutureWarning or DeprecationWarning from mpicoll.
+## new calls, the entry point, the per-device backend, the examples that use torch, no
+## FutureWarning or DeprecationWarning from mpicoll, torch's own libraries against gloo
+## (PowerSGD, checkpointing, pipelining, compile) and torchrun refused.
 TORCH_NEWEST ?= $(shell sed -n 's/^torch==//p' tests/requirements-torch-newest.txt)
 TVENV        := .venv-torch-newest
 TORCH_TESTS  := tests/test_torch_backend.py tests/test_torch_complete.py tests/test_trace_torch.py \
                 tests/test_signatures.py tests/test_torch_warnings.py tests/test_new_calls.py \
                 tests/test_size_mismatch.py tests/test_serve_as_mpi.py \
-                tests/test_device_backends.py tests/test_examples.py
+                tests/test_device_backends.py tests/test_examples.py tests/test_torch_jobs.py \
+                tests/test_libraries.py::test_torch_libraries_over_mpicoll_equal_gloo
 # the lane installs no JAX: its example runs in the other lanes
 TORCH_SKIPS  := --deselect tests/test_examples.py::test_jax_functional_example
 test-torch-newest:

@@ -30,7 +30,7 @@ import torch.distributed.rendezvous  # noqa: F401  (the module; dist.rendezvous 
 
 from .._start import mpi
 from ._backend import MpicollProcessGroup
-from ._create import _create
+from ._create import _create, records_itself
 
 __all__ = ["MpicollProcessGroup", "init_process_group", "serve_as_mpi"]
 
@@ -107,6 +107,7 @@ def init_process_group(**kwargs: Any) -> None:
 
 
 dist.Backend.register_backend("mpicoll", _create, extended_api=True, devices=["cpu"])
+records_itself("mpicoll")
 
 from ._as_mpi import from_environment as _from_environment  # noqa: E402
 from ._as_mpi import serve_as_mpi  # noqa: E402

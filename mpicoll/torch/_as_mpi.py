@@ -25,7 +25,7 @@ import torch
 import torch.distributed.distributed_c10d as c10d
 
 from .._env import flag
-from ._create import _create, _world_group
+from ._create import _create, _world_group, records_itself
 
 # what serve_as_mpi relies on in torch's distributed_c10d
 _NEEDS = ("ProcessGroupMPI.create(", "is_mpi_available()")
@@ -87,6 +87,7 @@ def serve_as_mpi() -> None:
             "refuses rather than guess; use init_process_group('mpicoll')")
     c10d.ProcessGroupMPI = _AsMPI
     c10d._MPI_AVAILABLE = True
+    records_itself("mpi")
 
 
 def from_environment() -> None:

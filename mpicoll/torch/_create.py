@@ -5,6 +5,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+import torch.distributed.distributed_c10d as c10d
 from torch.distributed.constants import default_pg_timeout
 
 from .._process_group import ProcessGroup as _Group
@@ -24,6 +25,17 @@ def _world_group() -> _Group:
         _birth(world)  # the departure channel and how blocking calls wait, if not yet
         _world = _Group(world.Dup(), list(range(world.Get_size())), name="torch-world")
     return _world
+
+
+def records_itself(name: str) -> None:
+    """Tell torch (2.15 on) that the backend ``name`` records its own operations (mpicoll's
+    flight recorder: ``python -m mpicoll trace``), as gloo and NCCL do. torch attaches its
+    C++ ``FlightRecorderHook`` to every other group, where it fails on a group that a
+    Python creator returned ("Could not find the default backend type"), and on a
+    ``cpu:mpicoll`` slot it would record every operation a second time."""
+    own = getattr(c10d, "_FR_SELF_RECORDING_BACKENDS", None)
+    if isinstance(own, set):
+        own.add(name)
 
 
 def _timeout(given: Any) -> Any:
