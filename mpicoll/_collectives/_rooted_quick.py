@@ -8,6 +8,7 @@ from . import _direct, _rooted_direct
 from ._call import quick, quick_array
 from ._layout import apart, area, layout
 from ._sizes import rooted as rooted_sizes
+from ._table import Table
 
 # numpy dtype -> MPI datatype, for the quick paths of broadcast and of gather's and
 # scatter's non-root ranks (plain dtypes that a general call has seen)
@@ -15,8 +16,8 @@ _QUICK: dict[Any, Any] = {}
 
 # the roots' quick paths of gather and scatter: (dtype, size of the tensor, root, sizes of
 # the list) -> (counts and displacements, MPI datatype), stored by the general path
-_QUICK_GATHER: dict[tuple, tuple[Any, Any]] = {}
-_QUICK_SCATTER: dict[tuple, tuple[Any, Any]] = {}
+_QUICK_GATHER: dict[tuple, tuple[Any, Any]] = Table()
+_QUICK_SCATTER: dict[tuple, tuple[Any, Any]] = Table()
 
 
 def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,

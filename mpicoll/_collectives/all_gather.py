@@ -23,6 +23,7 @@ from ._large import INT_MAX
 from ._layout import apart, area, displs, layout
 from ._own_block import own_copy, then
 from ._sizes import agreed
+from ._table import Table
 
 _buffer = MPI.buffer
 
@@ -98,13 +99,13 @@ def _by_alltoallv(me: int, count: int, counts: list[int],
 
 
 # quick_exchange's table for all_gather_into_tensor: the calls the general path validated
-_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any, Any]] = {}
+_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any, Any]] = Table()
 
 # all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) ->
 # (nonblocking method, receive counts (with displacements for Iallgatherv and
 # Ialltoallv), MPI datatype, send counts with displacements for Ialltoallv else None,
 # this rank's own block to copy locally or None: _by_alltoallv, the counts' Sizes or None)
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any, Any]] = {}
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any, Any]] = Table()
 
 all_gather_single = all_gather_into_tensor
 

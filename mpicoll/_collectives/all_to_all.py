@@ -17,6 +17,7 @@ from ._large import INT_MAX
 from ._layout import area, displs, layout, lists_apart
 from ._own_block import alltoallv_args, own_block_copy, own_blocks, own_copy, then
 from ._sizes import exchange as exchange_sizes
+from ._table import Table
 
 
 def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | None = None,
@@ -122,8 +123,8 @@ def _uneven(pg: Any, src: Any, dst: Any, scounts: list[int] | None,
 # block (_alltoallv_args); all_to_all's: (dtype, group size and rank, sizes of the lists)
 # -> (nonblocking method, send and receive counts with displacements, MPI datatype, own
 # block or None, the counts' Sizes or None)
-_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any, Any]] = {}
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any, Any]] = {}
+_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any, Any]] = Table()
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any, Any]] = Table()
 
 
 def _splits(pg: Any, osizes: Any, isizes: Any) -> tuple | bool:

@@ -19,6 +19,7 @@ from ._choices import block_reduce_scatter
 from ._large import INT_MAX
 from ._layout import apart, area, keep, layout, pack
 from ._sizes import agreed
+from ._table import Table
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -83,14 +84,14 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
 
 # quick_exchange's table for reduce_scatter_tensor (extra: the ReduceOp and the group
 # rank, on which a direct call's messages depend): the calls the general path validated
-_QUICK: dict[tuple, tuple[str, int, int, Any, Any, None, Any]] = {}
+_QUICK: dict[tuple, tuple[str, int, int, Any, Any, None, Any]] = Table()
 
 # reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the
 # list) ->
 # (nonblocking method, count (an int for Ireduce_scatter_block, else the counts), MPI
 # datatype, MPI op, the counts' Sizes or None), or on a direct group _rsd.general's entry
 # ("reduced", ...)
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any]] = {}
+_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any]] = Table()
 
 reduce_scatter_single = reduce_scatter_tensor
 
