@@ -10,6 +10,8 @@ import argparse
 import importlib
 import importlib.metadata as md
 import sys
+import warnings
+from typing import Any
 
 import mpi4py
 
@@ -51,64 +53,102 @@ def _recording() -> str:
              "not written (set MPICOLL_TRACE_DIR=<dir>)"))
 
 
-def info() -> list[tuple[str, str]]:
-    """The facts ``info`` prints, as (label, value) pairs."""
-    # lazy: these start MPI or import numpy, which `--help`, `trace` and a wrong command must not
-    from . import _polling
-    from ._adapter.device import gpu_aware
-    from ._collectives import _choices, _direct, _sizes
-    from ._collectives._persistent import available
-    from ._mpi import MPI, NETMOD_CHOICE
-    from ._process_group import default_group
+def _library(MPI: Any) -> str:
+    """The MPI library's name and version: "MPICH 5.0.2", "Open MPI v5.0.11"."""
+    first = MPI.Get_library_version().splitlines()[0]
+    return " ".join(first.split(",")[0].replace("Version:", "").split())
 
+
+def info(verbose: bool = False) -> list[tuple[str, str]]:
+    """The facts ``info`` prints, as (label, value) pairs; ``verbose`` adds how mpicoll
+    chose among equivalent MPI calls, and imports each framework to check that it can."""
+    # lazy: these start MPI or import numpy, which `--help`, `trace` and a wrong command must not
+    from ._adapter.device import gpu_aware
+    from ._mpi import MPI, NETMOD_CHOICE
+
+    level = _THREADS.get(MPI.Query_thread(), str(MPI.Query_thread()))
     rows = [("mpicoll", __version__), ("mpi4py", mpi4py.__version__),
-            ("MPI library", MPI.Get_library_version().splitlines()[0].strip()),
-            ("MPI standard", "{}.{}".format(*MPI.Get_version())),
-            ("thread level", _THREADS.get(MPI.Query_thread(), str(MPI.Query_thread()))),
+            ("MPI", f"{_library(MPI)}, MPI {'{}.{}'.format(*MPI.Get_version())}, thread "
+                    f"level {level.removeprefix('MPI_THREAD_').lower()}"),
             ("world size", str(MPI.COMM_WORLD.Get_size()))]
     if NETMOD_CHOICE is not None:
         rows.append(("MPICH netmod", NETMOD_CHOICE))
     aware, why = gpu_aware()
     rows.append(("GPU-aware MPI", f"{'yes' if aware else 'no'} ({why})"))
     large = MPI.Get_version() >= (4, 0)
-    rows.append(("large counts", "yes (MPI-4 _c calls)" if large else
-                 "no (messages are limited to 2**31-1 elements per call)"))
-    persistent, how = available()
-    rows.append(("persistent", f"{'yes' if persistent else 'no'} ({how})"))
-    default_group()  # (collective: every rank of a launched `info` runs it)
-    rows.append(("blocking wait", _polling.chosen))
-    rows.append(("call choices", "; ".join(_choices.describe())))
-    rows.append(("sizes check", _sizes.describe()))
-    rows.append(("exchanges", _direct.describe()))
+    rows.append(("large messages", "yes (MPI-4 calls with large counts)" if large else
+                 "no (this MPI limits a message to 2**31-1 elements)"))
     rows.append(("flight record", _recording()))
     for module, dist in _FRAMEWORKS:
         version = _version(dist) or _provider_version(module)
-        if version is None:
-            rows.append((module, "not installed"))
-            continue
-        try:
-            importlib.import_module(module)
-            rows.append((module, version))
-        except Exception as e:
-            rows.append((module, f"{version} (import failed: {type(e).__name__}: {e})"))
+        rows.append((module, version if version is not None else "not installed"))
+        if verbose and version is not None:
+            try:
+                with warnings.catch_warnings():  # (Paddle warns at import: not ours to say)
+                    warnings.simplefilter("ignore")
+                    importlib.import_module(module)
+            except Exception as e:
+                rows[-1] = (module, f"{version} (import failed: {type(e).__name__}: {e})")
+    if verbose:
+        rows += _internals(MPI)
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mpicoll")
-    parser.add_argument("command", choices=["info", "trace"],
-                        help="info: this installation; trace DIR: a job's flight-recorder "
-                             "dumps (python -m mpicoll trace --help)")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    ns = parser.parse_args(argv)
-    if ns.command == "trace":
-        return trace_cli.main(ns.args)
-    if ns.args:
-        parser.error(f"info takes no arguments, got {' '.join(ns.args)}")
-    rows = info()
+def _internals(MPI: Any) -> list[tuple[str, str]]:
+    """How mpicoll runs the collectives here (``info --verbose``)."""
+    from . import _polling  # lazy: with info's other imports
+    from ._collectives import _choices, _direct, _sizes
+    from ._collectives._persistent import available
+    from ._process_group import default_group
+
+    persistent, how = available()
+    default_group()  # (collective: every rank of a launched `info` runs it)
+    return [("persistent", f"{'yes' if persistent else 'no'} ({how})"),
+            ("blocking wait", _polling.chosen),
+            ("call choices", "; ".join(_choices.describe())),
+            ("sizes check", _sizes.describe()),
+            ("exchanges", _direct.describe())]
+
+
+def _table(rows: list[tuple[str, str]]) -> list[str]:
+    """Rank 0's table: the rows of every rank gathered (one collective), each printed
+    once, with the ranks whose value differs beneath it."""
+    from ._mpi import MPI  # lazy: started by info() already
+
+    comm = MPI.COMM_WORLD
+    every = comm.gather(rows, root=0)
+    if comm.Get_rank() != 0:
+        return []
     width = max(len(k) for k, _ in rows)
-    for key, value in rows:
-        print(f"{key:<{width}}  {value}")
+    lines = []
+    for i, (key, value) in enumerate(rows):
+        lines.append(f"{key:<{width}}  {value}")
+        for r, theirs in enumerate(every[1:], 1):
+            other = dict(theirs).get(key)
+            if other != value:
+                lines.append(f"{'':<{width}}  rank {r}: {other}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mpicoll",
+        description="info: this installation (under mpiexec, rank 0 prints one table, with "
+                    "any rank whose values differ); trace DIR: a job's flight-recorder dumps")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{info,trace}")
+    p_info = sub.add_parser("info", help="versions, MPI, GPU-awareness, frameworks")
+    p_info.add_argument("--verbose", "-v", action="store_true",
+                        help="also how mpicoll chose among equivalent MPI calls, and import "
+                             "each framework to check that it can")
+    p_trace = sub.add_parser("trace", help="a job's flight-recorder dumps (trace --help)",
+                             add_help=False)
+    del p_trace  # (listed for --help; its own parser reads its arguments)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["trace"]:
+        return trace_cli.main(argv[1:])
+    ns = parser.parse_args(argv)
+    for line in _table(info(ns.verbose)):
+        print(line)
     return 0
 
 

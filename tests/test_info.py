@@ -13,27 +13,49 @@ from mpi4py import MPI
 pytestmark = pytest.mark.spawn
 
 
-def test_info():
-    p = subprocess.run([sys.executable, "-m", "mpicoll", "info"], cwd=ROOT, env=clean_env(),
-                       capture_output=True, text=True, timeout=120, check=True)
-    rows = dict(line.split(None, 1) if "  " not in line else
+def _rows(*args: str, **env: str) -> dict[str, str]:
+    p = subprocess.run([sys.executable, "-m", "mpicoll", "info", *args], cwd=ROOT,
+                       env=clean_env(**env), capture_output=True, text=True, timeout=120,
+                       check=True)
+    assert p.stderr == "", p.stderr  # nothing of a framework's own (Paddle warns at import)
+    return dict(line.split(None, 1) if "  " not in line else
                 [part.strip() for part in line.split("  ", 1)]
                 for line in p.stdout.splitlines() if line.strip())
+
+
+def test_info():
     import importlib.metadata as md
 
     import mpi4py
 
     from mpicoll._adapter.device import gpu_aware
 
+    rows = _rows()
     assert rows["mpicoll"] == "0.1.0"
     assert rows["mpi4py"] == mpi4py.__version__
-    assert rows["MPI standard"] == "{}.{}".format(*MPI.Get_version())
-    assert rows["world size"] == "1"
     # mpi4py asks for MPI_THREAD_MULTIPLE, which both pip MPIs give (the progress thread
     # relies on it)
-    assert rows["thread level"] == "MPI_THREAD_MULTIPLE"
+    library = MPI.Get_library_version().splitlines()[0]
+    name = "MPICH " if library.startswith("MPICH") else "Open MPI v"
+    assert rows["MPI"].startswith(name), rows["MPI"]
+    assert rows["MPI"].endswith(", MPI {}.{}, thread level multiple".format(*MPI.Get_version()))
+    assert rows["world size"] == "1"
     assert rows["flight record"] == ("the last 2000 operations per rank; not written (set "
                                      "MPICOLL_TRACE_DIR=<dir>)")
+    aware, why = gpu_aware()  # this process decides from the same environment
+    assert rows["GPU-aware MPI"] == f"{'yes' if aware else 'no'} ({why})"
+    # the frameworks the suite installs, by their versions (none imported: info is quick)
+    for module, dist in (("numpy", "numpy"), ("torch", "torch"), ("paddle", "paddlepaddle"),
+                         ("jax", "jax")):
+        assert rows[module] == md.version(dist), (module, rows[module])
+    assert "call choices" not in rows  # internals: --verbose
+    assert _rows(MPICOLL_GPU_AWARE="1")["GPU-aware MPI"] == "yes (forced by MPICOLL_GPU_AWARE=1)"
+
+
+def test_info_verbose():
+    import importlib.metadata as md
+
+    rows = _rows("--verbose")
     # the calls chosen over their slower equivalents: MPICH's Ireduce_scatter_block
     mpich = MPI.Get_library_version().startswith("MPICH")
     assert ("reduce_scatter with equal counts from 256 KiB to 3 MiB as Ireduce_scatter," in
@@ -60,16 +82,33 @@ def test_info():
         "call's kept as persistent ones (up to 16 per group; posted where a group's calls "
         "mostly find none)" if most > 1 else
         f"never (MPICOLL_DIRECT={most}): MPI collectives, their counts beside them"), rows["exchanges"]
-    aware, why = gpu_aware()  # this process decides from the same environment
-    assert rows["GPU-aware MPI"] == f"{'yes' if aware else 'no'} ({why})"
-    # the frameworks the suite installs: their versions, and no "(import failed: ...)"
+    # each framework imported: its version, and no "(import failed: ...)"
     for module, dist in (("numpy", "numpy"), ("torch", "torch"), ("paddle", "paddlepaddle"),
                          ("jax", "jax")):
         assert rows[module] == md.version(dist), (module, rows[module])
-    p2 = subprocess.run([sys.executable, "-m", "mpicoll", "info"], cwd=ROOT,
-                        env=clean_env(MPICOLL_GPU_AWARE="1"), capture_output=True, text=True,
-                        timeout=120, check=True)
-    assert "GPU-aware MPI  yes (forced by MPICOLL_GPU_AWARE=1)" in p2.stdout
+
+
+def test_info_under_mpiexec_prints_one_table():
+    """Rank 0 prints; a rank whose value differs is listed under the row (here rank 1's
+    GPU-awareness, forced by its own environment)."""
+    from _launch import mpiexec
+
+    env_flag = ["-x", "MPICOLL_GPU_AWARE=1"] if "Open MPI" in MPI.Get_library_version() \
+        else ["-env", "MPICOLL_GPU_AWARE", "1"]
+    cmd = [*mpiexec(), "-n", "1", sys.executable, "-m", "mpicoll", "info", ":", "-n", "1",
+           *env_flag, sys.executable, "-m", "mpicoll", "info"]
+    p = subprocess.run(cmd, cwd=ROOT, env=clean_env(), capture_output=True, text=True,
+                       timeout=120, check=True)
+    lines = p.stdout.splitlines()
+    assert sum(line.startswith("mpicoll ") for line in lines) == 1, p.stdout
+    assert "world size      2" in lines, p.stdout
+    from mpicoll._adapter.device import gpu_aware
+
+    aware, why = gpu_aware()  # rank 0's environment is this one's
+    at = next(i for i, line in enumerate(lines) if line.startswith("GPU-aware MPI"))
+    assert lines[at].split(None, 2)[2] == f"{'yes' if aware else 'no'} ({why})", lines[at]
+    assert lines[at + 1].split() == ["rank", "1:", "yes", "(forced", "by",
+                                     "MPICOLL_GPU_AWARE=1)"], lines[at:at + 2]
 
 
 _VARS = ("OMPI_MCA_coll_libnbc_ireduce_algorithm", "OMPI_MCA_coll_libnbc_iallreduce_algorithm")
