@@ -44,9 +44,17 @@ def test_split_negative_noninteger_and_length(xp, size, group):
         dist.all_to_all_single(out, inp, None, bad, group=group)
     with pytest.raises(TypeError, match="input_split_sizes must contain integers, got 1.5"):
         dist.all_to_all_single(out, inp, None, [1.5] + [1] * (size - 1), group=group)
+    # floats are refused even where they hold whole numbers, as torch refuses them
+    with pytest.raises(TypeError, match="input_split_sizes must contain integers, got 1.0"):
+        dist.all_to_all_single(out, inp, None, [1.0] * size, group=group)
+    entries = "entry" if size == 1 else "entries"
     with pytest.raises(ValueError, match=rf"input_split_sizes must have one entry per rank: "
-                                         rf"expected {size} entries, got {size + 1}"):
+                                         rf"expected {size} {entries}, got {size + 1}") as e:
         dist.all_to_all_single(out, inp, None, [1] * size + [0], group=group)
+    # a job of one process (no launcher) says so, naming the command to run instead
+    alone = size == 1 and dist.get_world_size() == 1
+    assert ("The job has 1 process: was the script started without an MPI launcher? Run it "
+            "as `mpiexec -n 2 python script.py`" in str(e.value)) == alone, str(e.value)
     _untouched(out)
 
 

@@ -6,6 +6,7 @@ Messages read ``"<op>: <argument> <problem>: expected <x>, got <y>"``.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ except ImportError:  # numpy < 2
     byte_bounds = np.byte_bounds
 
 from .._adapter import Buffer, as_buffer
+from .._mpi import MPI
 from .._process_group import ProcessGroup
 from ..errors import ArgumentTypeError as _Type
 from ..errors import ArgumentValueError as _Value
@@ -49,12 +51,17 @@ def split_sizes(op: str, sizes: Any, n: int, dim0: int, name: str, tname: str) -
             and min(sizes) >= 0 and sum(sizes) == dim0):
         return sizes  # the common case, checked in one pass
     try:
-        vals = [int(s) for s in sizes]
-    except (TypeError, ValueError):
-        raise _Type(op, "type", "{arg} must be a list of ints, got {got!r}", {"arg": name},
-                    got=sizes) from None
+        vals = [operator.index(s) for s in sizes]  # ints, never floats (as torch)
+    except TypeError:
+        bad = next((s for s in sizes if not _is_index(s)), sizes) \
+            if hasattr(sizes, "__iter__") else sizes
+        if bad is sizes:
+            raise _Type(op, "type", "{arg} must be a list of ints, got {got!r}", {"arg": name},
+                        got=sizes) from None
+        raise _Type(op, "type", "{arg} must contain integers, got {got!r}", {"arg": name},
+                    got=bad) from None
     for s, v in zip(sizes, vals, strict=True):
-        if v != s or isinstance(s, bool):
+        if isinstance(s, bool):
             raise _Type(op, "type", "{arg} must contain integers, got {got!r}", {"arg": name},
                         got=s)
         if v < 0:
@@ -62,12 +69,31 @@ def split_sizes(op: str, sizes: Any, n: int, dim0: int, name: str, tname: str) -
                          {"arg": name}, got=vals)
     if len(vals) != n:
         raise _Value(op, "length", "{arg} must have one entry per rank: expected "
-                     "{expected} entries, got {got}", {"arg": name}, expected=n, got=len(vals))
+                     "{expected} {entries}, got {got}" + alone(n, len(vals)),
+                     {"arg": name}, expected=n, entries="entry" if n == 1 else "entries",
+                     got=len(vals))
     if sum(vals) != dim0:
         raise _Value(op, "split_sum", "{arg} must sum to dim 0 of {t}: expected "
                      "{expected}, got sum({vals}) = {got}", {"arg": name, "t": tname},
                      expected=dim0, vals=vals, got=sum(vals))
     return vals
+
+
+def _is_index(x: Any) -> bool:
+    try:
+        operator.index(x)
+    except TypeError:
+        return False
+    return True
+
+
+def alone(n: int, wanted: int) -> str:
+    """A hint for a list sized for more ranks than a group of ``n`` has, where the whole
+    job is one process: the script was run without an MPI launcher."""
+    if n != 1 or wanted <= 1 or MPI.COMM_WORLD.Get_size() != 1:
+        return ""
+    return (f". The job has 1 process: was the script started without an MPI launcher? "
+            f"Run it as `mpiexec -n {wanted} python script.py`")
 
 
 def self_block(op: str, scounts: list[int], rcounts: list[int], me: int, sname: str,
