@@ -17,4 +17,10 @@ inp = torch.cat([torch.full((j + 1, 2), 10 * rank + j) for j in range(size)])
 out = torch.empty(sum(recvs), 2, dtype=inp.dtype)
 dist.all_to_all_single(out, inp, output_split_sizes=recvs, input_split_sizes=sends)
 
-print(f"rank {rank}: all_reduce -> {x.tolist()}; all_to_all_single -> {out[:, 0].tolist()}")
+# one line per rank, printed by rank 0 in rank order: four processes printing at once
+# would interleave their output
+line = f"rank {rank}: all_reduce -> {x.tolist()}; all_to_all_single -> {out[:, 0].tolist()}"
+lines = [None] * size
+dist.all_gather_object(lines, line)
+if rank == 0:
+    print("\n".join(lines))

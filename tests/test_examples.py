@@ -132,9 +132,10 @@ def test_jax_functional_example():
 def test_quickstart_example():
     p, out = run_per_rank(4, ["examples/quickstart.py"], timeout=300)
     assert p.returncode == 0, p.stderr
+    assert out[1] == out[2] == out[3] == "", out  # rank 0 prints every rank's line
     for r in range(4):
         # all_reduce of rank values; rank r receives r+1 rows from every rank j,
         # filled with 10 * j + r
         rows = [10 * j + r for j in range(4) for _ in range(r + 1)]
-        assert _line(out[r], f"rank {r}: ") == (
+        assert _line(out[0], f"rank {r}: ") == (
             f"all_reduce -> [6.0, 6.0, 6.0]; all_to_all_single -> {rows}")
