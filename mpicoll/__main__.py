@@ -96,7 +96,8 @@ def info(verbose: bool = False) -> list[tuple[str, str]]:
 
 def _internals(MPI: Any) -> list[tuple[str, str]]:
     """How mpicoll runs the collectives here (``info --verbose``)."""
-    from . import _polling  # lazy: with info's other imports
+    # lazy: with info's other imports
+    from . import _polling
     from ._collectives import _choices, _direct, _sizes
     from ._collectives._persistent import available
     from ._process_group import default_group

@@ -65,6 +65,13 @@ class Settings:
         self.timeout = DEFAULT_TIMEOUT if raw is None or raw == "" else seconds("MPICOLL_TIMEOUT")
 
 
+def timeout_for(group: Any) -> float | None:
+    """The timeout that applies to ``group``: its own, else MPICOLL_TIMEOUT (default 30
+    minutes; 0 means none)."""
+    t = getattr(group, "timeout", None)
+    return t if t else settings().timeout
+
+
 _settings: Settings | None = None
 
 

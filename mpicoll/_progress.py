@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._pending import pending
-from ._wait import timeout_for
+from ._env import timeout_for
 from ._watched import watched
 
 Work = Any  # a mpicoll._work.Work (or the torch backend's): duck-typed here

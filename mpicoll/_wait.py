@@ -13,15 +13,9 @@ from typing import Any
 
 from . import _env, _polling
 from ._mpi import MPI
+from ._env import timeout_for
 from ._watched import watched
 from .errors import CollectiveTimeout, torch_flavoured
-
-
-def timeout_for(group: Any) -> float | None:
-    """The timeout that applies to ``group``: its own, else MPICOLL_TIMEOUT (default 30
-    minutes; 0 means none)."""
-    t = getattr(group, "timeout", None)
-    return t if t else _env.settings().timeout
 
 
 def test_until(test: Callable[[], bool], deadline: float) -> bool:

@@ -17,7 +17,6 @@ except ImportError:  # numpy < 2
     byte_bounds = np.byte_bounds
 
 from .._adapter import Buffer, as_buffer
-from .._mpi import MPI
 from .._process_group import ProcessGroup
 from ..errors import ArgumentTypeError as _Type
 from ..errors import ArgumentValueError as _Value
@@ -90,6 +89,8 @@ def _is_index(x: Any) -> bool:
 def alone(n: int, wanted: int) -> str:
     """A hint for a list sized for more ranks than a group of ``n`` has, where the whole
     job is one process: the script was run without an MPI launcher."""
+    from .._mpi import MPI  # lazy: importing it starts MPI, which `import mpicoll` must not
+
     if n != 1 or wanted <= 1 or MPI.COMM_WORLD.Get_size() != 1:
         return ""
     return (f". The job has 1 process: was the script started without an MPI launcher? "
