@@ -117,7 +117,10 @@ def _forget_in_child() -> None:
 
 def _on_sigint(signum: int, frame: Any) -> None:
     _handled[signum] = time.monotonic()
-    signal.default_int_handler(signum, frame)
+    # Python's own KeyboardInterrupt, raised here as its default handler would: the
+    # traceback's last frame is this handler, so the message says where the rank was
+    raise KeyboardInterrupt(f"Ctrl-C (SIGINT) while this rank was at {_where(frame)}; "
+                            "mpicoll's handler only passes it on")
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:

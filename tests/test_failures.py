@@ -30,3 +30,19 @@ def test_traceback_survives_torch_distributed_excepthook(backend):
     assert "RuntimeError: boom on rank 1 after init_process_group" in p.stderr, p.stderr
     assert "uncaught exception on rank 1; aborting the job" in p.stderr
     assert "unreachable" not in p.stdout
+
+
+def test_ctrl_c_says_where_the_rank_was():
+    """The KeyboardInterrupt that mpicoll's SIGINT handler passes on names the user's
+    frame: its traceback ends in the handler, which would read as mpicoll's own error."""
+    import signal
+    import sys
+
+    from mpicoll import _signals
+
+    here = sys._getframe()
+    with pytest.raises(KeyboardInterrupt, match=r"Ctrl-C \(SIGINT\) while this rank was at "
+                                                r".*test_failures.py:\d+ in "
+                                                r"test_ctrl_c_says_where_the_rank_was; "
+                                                r"mpicoll's handler only passes it on"):
+        _signals._on_sigint(signal.SIGINT, here)

@@ -41,6 +41,29 @@ def _jit(fn):
     return jax.jit(lambda *a: fn(*a))  # a new function: traced with the current lowering
 
 
+def test_the_torch_style_call_on_a_tracer_names_the_call_that_runs_inside_jit():
+    with pytest.raises(TypeError, match=r"all_reduce: tensor of type \w*Tracer is not a "
+                                        r"supported tensor type: it is a JAX tracer .*inside "
+                                        r"jit, call mpicoll.jax.all_reduce \(or "
+                                        r"mpicoll.functional.all_reduce\)"):
+        jax.jit(lambda a: dist.all_reduce(a))(jnp.ones(3))
+    with pytest.raises(TypeError, match=r"all_to_all_single: (in|out)put of type \w*Tracer .*"
+                                        r"mpicoll.jax.all_to_all_single"):
+        jax.jit(lambda a: dist.all_to_all_single(a, a))(jnp.ones(4))
+
+
+@pytest.mark.mpi(min_size=2)
+def test_all_gather_of_sizes_that_differ_without_sizes_says_to_pass_them(rank, size):
+    with pytest.raises(Exception, match=r"SizeMismatch: mpicoll.jax.all_gather \(or "
+                                        r"all_gather_into_tensor\) under a transformation: "
+                                        r"the ranks' inputs differ in size.*pass sizes="):
+        jax.block_until_ready(jax.jit(mj.all_gather)(jnp.ones(2 + rank)))
+    # the same call with sizes= is right, and the group goes on
+    got = jax.jit(functools.partial(mj.all_gather, sizes=[2 + r for r in range(size)]))(
+        jnp.full(2 + rank, float(rank)))
+    assert [np.asarray(g).tolist() for g in got] == [[float(r)] * (2 + r) for r in range(size)]
+
+
 def test_mechanism_is_one_of_the_two():
     assert mj.mechanism() in ("buffer", "io_callback")
 

@@ -38,6 +38,12 @@ _HANDLERS: dict[type, Callable[[Any, bool, str, str], View]] = {}
 QUICKERS: dict[type, Callable[[Any], np.ndarray | None]] = {}
 
 
+# the collectives mpicoll.jax serves inside jit (mpicoll/jax/__init__.py)
+_IN_JIT = frozenset({"all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all",
+                     "all_to_all_single", "broadcast", "reduce", "reduce_scatter",
+                     "reduce_scatter_tensor"})
+
+
 def _handler(x: Any, op: str, name: str) -> Callable[[Any, bool, str, str], View]:
     if detect.is_torch_tensor(x):
         h = hooks("torch").view_of
@@ -52,6 +58,15 @@ def _handler(x: Any, op: str, name: str) -> Callable[[Any, bool, str, str], View
         h = _numpy_subclass_view
     elif hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         h = _dlpack_view
+    elif "jax" in type(x).__module__ and "Tracer" in type(x).__name__:
+        # (mpicoll.jax's calls, by the name a torch-style call has)
+        fix = (f"call mpicoll.jax.{op} (or mpicoll.functional.{op}), which returns the "
+               "result" if op in _IN_JIT else "mpicoll.jax's calls (mpicoll.jax.__all__) "
+               "are the collectives that run there")
+        raise _Type(op, "type", "{arg} of type {got} is not a supported tensor type: it is "
+                    "a JAX tracer (the call is inside jax.jit, grad or vmap), which has no "
+                    "values to send; inside jit, " + fix, {"arg": name},
+                    got=type(x).__name__)
     else:
         raise _Type(op, "type", "{arg} of type {got} is not a supported tensor type",
                     {"arg": name}, got=type(x).__name__)

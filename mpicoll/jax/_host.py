@@ -22,6 +22,7 @@ import numpy as np
 import mpicoll as _m
 
 from .. import _env
+from ..errors import SizeMismatch
 from .._collectives import _reduce, all_gather, all_to_all, reduce_scatter
 from .._collectives._call import exchanged, may_share_memory, quick
 from .._collectives.reduce_op import ReduceOp
@@ -101,7 +102,15 @@ def run(kind: str, spec: tuple, t: Twin, src: np.ndarray, out: np.ndarray) -> No
         _m.reduce(out, op=reduce_op(spec[1]), group=pg, group_dst=spec[0])
     elif kind == "all_gather":
         if spec[0] is None:
-            _m.all_gather_into_tensor(out, src, pg)
+            try:
+                _m.all_gather_into_tensor(out, src, pg)
+            except SizeMismatch as e:  # (named as the user called it, with the fix)
+                raise SizeMismatch(
+                    f"mpicoll.jax.all_gather (or all_gather_into_tensor) under a "
+                    f"transformation: the ranks' inputs differ in size, and without sizes= "
+                    f"every rank's input must have this rank's shape {src.shape}; pass "
+                    f"sizes=[dim 0 of each rank's input] to mpicoll.jax.all_gather ({e})"
+                ) from e
         else:
             _m.all_gather(_rows(out, spec[0]), src, pg)
     elif kind == "reduce_scatter":

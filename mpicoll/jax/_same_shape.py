@@ -15,7 +15,13 @@ from ._ops import collective
 def all_reduce(input: Any, op: Any = ReduceOp.SUM, group: Any = None) -> Any:
     """A new array: the reduction of ``input`` over ``group``. Call on every rank.
 
-    Differentiable for SUM, AVG, PREMUL_SUM, MIN and MAX.
+    Differentiable for SUM, AVG, PREMUL_SUM, MIN and MAX, under the convention of
+    ``torch.distributed.nn.functional``: the objective is the sum over ranks of what each
+    rank computes. So ``jax.grad`` of a loss of the SUM gives the sum over ranks of the
+    loss's gradients: P times the local gradient where every rank's loss is the same (its
+    gradient is an all_reduce of the gradients). Divide by the group size, or reduce
+    with AVG, for the gradient of one rank's loss. docs/guides/jax-jit.md#gradients has
+    every collective's rule.
     """
     x = _array(input, "all_reduce")
     t = _host.twin(group, "all_reduce")
