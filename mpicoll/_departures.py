@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any
 
-from . import _departed, _record_dump
+from . import _departed, _record_dump, _recorder
 from ._departed import left
 from ._monitor import monitor
 from ._process_group import all_groups
@@ -175,21 +175,29 @@ def _answer_queries() -> None:
 
 
 def _reply(asked: Any, src: int) -> None:
-    pg = next((g for g in all_groups() if g.key == asked), None)
+    """Answer a query: ``asked`` is None (a peer ends the job) or (a group's key, the
+    sequence number the peer waits in, whether it is ending the job). The answer: None
+    (no such group here), or (how many collectives this rank issued on the group, which
+    collective it issued as that number or None where it does not know)."""
+    key, seq, ending = asked if asked is not None else (None, 0, True)
+    pg = next((g for g in all_groups() if g.key == key), None) if key is not None else None
     # a peer timed out (asking about a group) or is ending the job (asking nothing):
     # this rank's flight record is written first (where MPICOLL_TRACE_DIR asks for it),
     # so that every rank's is there to read, not only those of the ranks that ended it
-    try:
-        _record_dump.dump("peer-timeout" if asked is not None else "peer-abort")
-    except Exception as e:
-        sys.stderr.write(f"mpicoll: could not write the flight record: {e}\n")
-    _ctrl.send(None if pg is None else pg.seq, dest=src, tag=REPLY)
+    if ending:
+        try:
+            _record_dump.dump("peer-timeout" if key is not None else "peer-abort")
+        except Exception as e:
+            sys.stderr.write(f"mpicoll: could not write the flight record: {e}\n")
+    _ctrl.send(None if pg is None else (pg.seq, _recorder.collective(pg, seq)), dest=src,
+               tag=REPLY)
 
 
 def _ask(peers: list[int], key: Any, patience: float) -> dict[int, Any]:
-    """Send QUERY ``key`` (a group's key, or None) to ``peers`` (global ranks); their
-    answers, as many as arrive within ``patience`` seconds. A peer writes its flight
-    record before it answers (:func:`_reply`)."""
+    """Send QUERY ``key`` (None, or a group's key with a sequence number and whether the
+    job ends: :func:`_reply`) to ``peers`` (global ranks); their answers, as many as
+    arrive within ``patience`` seconds. A peer writes its flight record before it
+    answers where the job ends."""
     for g in peers:
         _ctrl.send(key, dest=g, tag=QUERY)
     answers: dict[int, Any] = {}
@@ -216,24 +224,35 @@ def ask_to_dump(patience: float = 2.0) -> None:
     _ask([g for g in range(_ctrl.Get_size()) if g != me and g not in left], None, patience)
 
 
-def laggards(pg: Any, seq: int, patience: float = 2.0) -> str:
-    """At a timeout of collective #``seq`` on ``pg``: which members had not arrived.
+def laggards(pg: Any, seq: int, name: str = "", patience: float = 2.0,
+             ending: bool = True) -> str:
+    """At a timeout of collective #``seq`` (``name``) on ``pg``: where each member is.
 
     Asks every other member's monitor thread (they answer even while their main thread
-    is blocked in MPI) how many collectives it issued on ``pg``; waits ``patience``
-    seconds for the answers. Returns a sentence for the report, or '' when off.
+    is blocked in MPI) how many collectives it issued on ``pg``, and which one it issued
+    as #``seq`` (from its flight recorder); waits ``patience`` seconds for the answers.
+    Returns a sentence for the report, or '' when off. ``ending``: the job ends (each
+    member writes its flight record first); False for a notice while the job goes on.
     """
     if _ctrl is None or pg is None:
         return ""
     peers = [g for g in pg.ranks if g != _ctrl.Get_rank() and g not in left]
-    answers = _ask(peers, pg.key, patience)
-    behind = {g: n for g, n in answers.items() if n is not None and n < seq}
+    answers = {g: a for g, a in _ask(peers, (pg.key, seq, ending), patience).items()
+               if a is not None}
+    behind = {g: n for g, (n, _) in answers.items() if n < seq}
     parts = []
     if behind:
         parts.append("not arrived: " + ", ".join(
             f"global rank {g} (issued {n} collective(s) on this group)"
             for g, n in sorted(behind.items())))
-    arrived = sorted(g for g, n in answers.items() if n is not None and n >= seq)
+    # a member that issued #seq as another collective is in that one, not in this one
+    elsewhere = {g: other for g, (n, other) in answers.items()
+                 if n >= seq and other is not None and name and other != name}
+    if elsewhere:
+        parts.append("in another collective: " + ", ".join(
+            f"global rank {g} issued {other} as #{seq}" for g, other in
+            sorted(elsewhere.items())) + f" (this rank: {name} #{seq})")
+    arrived = sorted(g for g, (n, _) in answers.items() if n >= seq and g not in elsewhere)
     if arrived:
         parts.append(f"arrived: global ranks {arrived}")
     silent = sorted(set(peers) - set(answers))

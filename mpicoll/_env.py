@@ -10,6 +10,7 @@ from typing import Any
 _warned: set[str] = set()
 
 DEFAULT_TIMEOUT = 1800.0  # seconds: torch's default for gloo
+DEFAULT_NOTICE = 60.0  # seconds: the first "still waiting" notice
 
 
 def flag(name: str, default: Any, env: Mapping[str, str] | None = None) -> Any:
@@ -52,7 +53,7 @@ def warn_once(key: str, message: str) -> None:
 class Settings:
     """MPICOLL_* settings that the hot path consults (read once, on first use)."""
 
-    __slots__ = ("check", "sizes", "timeout")
+    __slots__ = ("check", "notice", "sizes", "timeout")
 
     def __init__(self) -> None:
         check = flag("MPICOLL_CHECK", None)
@@ -63,6 +64,10 @@ class Settings:
         # MPICOLL_TIMEOUT=0 turns it off
         raw = os.environ.get("MPICOLL_TIMEOUT")
         self.timeout = DEFAULT_TIMEOUT if raw is None or raw == "" else seconds("MPICOLL_TIMEOUT")
+        # a wait this long is reported while the job goes on, then every 4 times as long
+        # (the timeout, 30 minutes by default, ends it); MPICOLL_NOTICE=0 turns it off
+        raw = os.environ.get("MPICOLL_NOTICE")
+        self.notice = DEFAULT_NOTICE if raw is None or raw == "" else seconds("MPICOLL_NOTICE")
 
 
 def timeout_for(group: Any) -> float | None:

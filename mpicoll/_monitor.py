@@ -26,9 +26,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from . import _record_dump, _recorder
+from . import _env, _record_dump, _recorder
 from ._start import mpi
-from ._watched import Op, watched
+from ._watched import HISTORY, Op, watched
 
 _TICK = 0.05
 
@@ -43,9 +43,10 @@ class Monitor:
         # callables run each tick: (now) -> None; each may end the job with abort()
         self.sources: list[Callable[[float], None]] = []
         # at a timeout of a collective: who had not arrived (a sentence, or '')
-        self.laggards: Callable[[Any, int], str] = lambda group, seq: ""
+        self.laggards: Callable[..., str] = lambda group, seq, name, **kw: ""
         # before this rank ends the job: have the others write their flight records
         self.dump_others: Callable[[], None] = lambda: None
+        self._noticed: dict[tuple[int, float], float] = {}  # a wait -> its next notice
 
     def start(self, wake_fd: int | None = None,
               on_wake: Callable[[int], None] | None = None) -> None:
@@ -85,15 +86,49 @@ class Monitor:
             if self._stop:
                 return
             now = time.monotonic()
-            late = [op for op in watched.active() if now > op.deadline]
+            active = watched.active()
+            late = [op for op in active if now > op.deadline]
             if late:
                 self._timed_out(late[0], now)
+            self._notices(active, now)
             for source in self.sources:
                 source(now)
 
+    def _notices(self, active: list[Op], now: float) -> None:
+        """Say that a wait goes on long before its timeout ends the job: after
+        ``MPICOLL_NOTICE`` seconds (60 by default), then every four times as long."""
+        every = _env.settings().notice
+        if not every:
+            return
+        due = self._noticed
+        live = set()
+        for op in active:
+            key = (op.thread, op.start)
+            live.add(key)
+            waited = now - op.start
+            if waited < due.get(key, every) or op.deadline - now < 1:
+                continue
+            due[key] = waited + 4 * every
+            who = ""
+            if op.peer is None:
+                try:
+                    who = self.laggards(op.group, op.seq, op.name, patience=1.0,
+                                        ending=False)
+                except Exception:  # (a notice is no reason to fail)
+                    who = ""
+            left = "" if op.deadline == float("inf") else \
+                f"; the job ends at its timeout in {op.deadline - now:.0f} s"
+            sys.stderr.write(f"mpicoll: rank {mpi().COMM_WORLD.Get_rank()} still waiting in "
+                             f"{op.describe()} for {waited:.0f} s{left}"
+                             + (f"; ranks of the group: {who}" if who else "") +
+                             " (MPICOLL_NOTICE sets when this is said)\n")
+            sys.stderr.flush()
+        for key in [k for k in due if k not in live]:
+            del due[key]
+
     def _timed_out(self, op: Op, now: float) -> None:
         if op.peer is None:
-            who = self.laggards(op.group, op.seq)
+            who = self.laggards(op.group, op.seq, op.name)
         else:  # a message: the other ranks are asked only to write their flight records
             try:
                 self.dump_others()
@@ -113,7 +148,11 @@ class Monitor:
         rank = MPI.COMM_WORLD.Get_rank()
         lines = [f"mpicoll watchdog: rank {rank} {what}",
                  f"mpicoll watchdog: rank {rank} last completed operations (oldest first):"]
-        lines += [f"  {h}" for h in watched.history()] or ["  (none)"]
+        # from the flight recorder, which notes every operation; the waits' own history
+        # (those that blocked) where recording is off
+        done = _recorder.last_completed(HISTORY)
+        lines += [f"  {h}" for h in (done if done is not None else watched.history())] or \
+            ["  (none)"]
         lines += _dumped(rank, reason)
         sys.stderr.write("\n".join(lines) + "\n")
         if stacks:

@@ -141,6 +141,50 @@ def done(rec: list | None, ok: bool = True) -> None:
             rec[STATE] = FAILED
 
 
+def collective(group: Any, seq: int) -> str | None:
+    """The collective this rank issued as #``seq`` on ``group`` (from the ring, newest
+    first), or None where it does not know (not recording, or no longer in the ring)."""
+    if ring is None:
+        return None
+    try:
+        records = list(ring)
+    except RuntimeError:  # (appended to while copied)
+        return None
+    for r in reversed(records):
+        if r[GROUP] is group and r[SEQ] == seq and r[PEER] is None:
+            return r[OP]
+    return None
+
+
+def last_completed(n: int) -> list[str] | None:
+    """The last ``n`` operations that completed (or failed), in the order they did, each
+    described with how long it took: every operation of this rank's, those a quick path
+    finished without a wait included (for the watchdog's report); None when not
+    recording."""
+    if ring is None:
+        return None
+    for _ in range(3):
+        try:
+            records = list(ring)
+            break
+        except RuntimeError:  # (appended to while copied: try again)
+            continue
+    else:
+        return []
+    ended = sorted((r for r in records if r[DONE] is not None), key=lambda r: r[DONE])[-n:]
+    return [_describe(r) for r in ended]
+
+
+def _describe(r: list) -> str:
+    g = r[GROUP]
+    where = (f"group {getattr(g, 'name', '?')!r} (global ranks {getattr(g, 'ranks', '?')})"
+             if g is not None else "no group")
+    peer = f", peer {r[PEER]}" if r[PEER] is not None else ""
+    seq = f" #{r[SEQ]}" if r[SEQ] else ""
+    failed = ", failed" if r[STATE] is FAILED else ""
+    return f"{r[OP]}{seq} on {where}{peer} ({(r[DONE] - r[ISSUED]) / 1e9:.6f} s{failed})"
+
+
 def state(rec: list) -> str:
     """A record's state: failed, completed, waiting or issued."""
     if rec[STATE] is FAILED:
