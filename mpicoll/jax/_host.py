@@ -104,13 +104,8 @@ def run(kind: str, spec: tuple, t: Twin, src: np.ndarray, out: np.ndarray) -> No
         if spec[0] is None:
             try:
                 _m.all_gather_into_tensor(out, src, pg)
-            except SizeMismatch as e:  # (named as the user called it, with the fix)
-                raise SizeMismatch(
-                    f"mpicoll.jax.all_gather (or all_gather_into_tensor) under a "
-                    f"transformation: the ranks' inputs differ in size, and without sizes= "
-                    f"every rank's input must have this rank's shape {src.shape}; pass "
-                    f"sizes=[dim 0 of each rank's input] to mpicoll.jax.all_gather ({e})"
-                ) from e
+            except SizeMismatch as e:
+                raise _gather_sizes(e, src) from e
         else:
             _m.all_gather(_rows(out, spec[0]), src, pg)
     elif kind == "reduce_scatter":
@@ -129,6 +124,16 @@ def run(kind: str, spec: tuple, t: Twin, src: np.ndarray, out: np.ndarray) -> No
         np.add(src, 1, out=out)
     else:
         raise AssertionError(kind)
+
+
+def _gather_sizes(e: SizeMismatch, src: np.ndarray) -> SizeMismatch:
+    """An even all_gather's SizeMismatch as the user called it, with the fix (it names
+    all_gather_into_tensor's output_tensor, which the user never passed)."""
+    return SizeMismatch(
+        f"mpicoll.jax.all_gather (or all_gather_into_tensor) under a transformation: the "
+        f"ranks' inputs differ in size, and without sizes= every rank's input must have "
+        f"this rank's shape {src.shape}; pass sizes=[dim 0 of each rank's input] to "
+        f"mpicoll.jax.all_gather ({e})")
 
 
 def _sendrecv(spec: tuple, t: Twin, src: np.ndarray, out: np.ndarray) -> None:
@@ -211,7 +216,13 @@ def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
         s_ = _env._settings
         if s_ is None or s_.check or pending or not (found or find()):
             return False
-        exchanged(name, pg, found[0], src, out)
+        if name != "all_gather_into_tensor":
+            exchanged(name, pg, found[0], src, out)
+            return True
+        try:
+            exchanged(name, pg, found[0], src, out)
+        except SizeMismatch as e:
+            raise _gather_sizes(e, src) from e
         return True
 
     return exchange
