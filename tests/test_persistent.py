@@ -395,7 +395,7 @@ def test_default_choice_and_info(monkeypatch):
     coll.free()
     from mpicoll.__main__ import info
 
-    rows = dict(info())
+    rows = dict(info(verbose=True))
     assert rows["persistent"] == f"{'yes' if use else 'no'} ({why})"
     monkeypatch.setattr(_persistent, "_choice", None)
     monkeypatch.setenv("MPICOLL_PERSISTENT", "0")
