@@ -37,6 +37,7 @@ $(VENV)/$(STAMP): pyproject.toml
 ## The compiled core (mpicoll/_core.c), built with this venv's MPI (its mpicc), in place:
 ## pip's isolated build cannot see the MPI wheel the venv installs beside it.
 core:
+	$(PY) -m pip install -q 'setuptools>=77'
 	MPICC=$(abspath $(VENV))/bin/mpicc $(PY) -m pip install -q --no-build-isolation \
 		--no-deps -e .
 	$(PY) -c "import mpicoll, mpicoll._core_loader as c, mpicoll._mpi; c.load(); print('mpicoll: compiled core', c.why)"
