@@ -43,9 +43,16 @@ def _defines(module: Path, name: str) -> bool:
                      rf"import[^\n]*\b{name}\b|\"{name}\"", text, re.M) is not None
 
 
+# compiled modules, named by setup.py, and the source they are built from
+_BUILT = {"_core_mpich": "_core.c", "_core_openmpi": "_core.c"}
+
+
 def _resolves(dotted: str) -> bool:
     """Whether ``mpicoll.a.b`` names a module, or a name a module of mpicoll defines."""
     parts = dotted.split(".")
+    if len(parts) == 2 and parts[1] in _BUILT:
+        return (ROOT / "mpicoll" / _BUILT[parts[1]]).exists() and \
+            parts[1] in (ROOT / "setup.py").read_text().replace("{family}", parts[1][6:])
     here = ROOT / parts[0]
     for i, part in enumerate(parts[1:], 1):
         if (here / part).is_dir() and (here / part / "__init__.py").exists():
