@@ -41,17 +41,24 @@ def test_lightning_fit_over_mpicoll_equals_gloo(tmp_path):
     np.testing.assert_array_equal(weights["mpicoll"], weights["gloo"])
 
 
+def _over_mpi_and_gloo(tmp_path, script: str, says: str, ext: str) -> dict:
+    """Run ``script MODE OUT`` over the "mpi" stand-in and over gloo, each rank saying
+    ``<says> <mode>``; the file each wrote (OUT)."""
+    paths = {}
+    for mode in ("mpi", "gloo"):
+        paths[mode] = tmp_path / f"{mode}{ext}"
+        out = _job(script, mode, str(paths[mode]), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=_port())
+        for rank in (0, 1):
+            assert f"rank {rank}: {says} {mode}" in out, out
+    return paths
+
+
 def test_accelerate_over_the_mpi_stand_in_equals_gloo(tmp_path):
     import accelerate  # noqa: F401
 
-    weights = {}
-    for mode in ("mpi", "gloo"):
-        out = _job("accelerate_train.py", mode, str(tmp_path / f"{mode}.npy"),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=_port())
-        assert f"rank 0: accelerate ok over {mode}" in out, out
-        assert f"rank 1: accelerate ok over {mode}" in out, out
-        weights[mode] = np.load(tmp_path / f"{mode}.npy")
-    np.testing.assert_array_equal(weights["mpi"], weights["gloo"])
+    paths = _over_mpi_and_gloo(tmp_path, "accelerate_train.py", "accelerate ok over", ".npy")
+    np.testing.assert_array_equal(np.load(paths["mpi"]), np.load(paths["gloo"]))
 
 
 def test_torchmetrics_sync_with_uneven_samples():
@@ -61,17 +68,11 @@ def test_torchmetrics_sync_with_uneven_samples():
     assert "rank 0: torchmetrics ok" in out and "rank 1: torchmetrics ok" in out, out
 
 
-
 def test_hugging_face_trainer_over_the_mpi_stand_in_equals_gloo(tmp_path):
     import transformers  # noqa: F401
 
-    got = {}
-    for mode in ("mpi", "gloo"):
-        out = _job("hf_trainer.py", mode, str(tmp_path / f"{mode}.npz"),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=_port())
-        assert f"rank 0: trainer ok over {mode}" in out, out
-        assert f"rank 1: trainer ok over {mode}" in out, out
-        got[mode] = np.load(tmp_path / f"{mode}.npz")
+    paths = _over_mpi_and_gloo(tmp_path, "hf_trainer.py", "trainer ok over", ".npz")
+    got = {mode: np.load(path) for mode, path in paths.items()}
     np.testing.assert_array_equal(got["mpi"]["weights"], got["gloo"]["weights"])
     assert got["mpi"]["eval_loss"] == got["gloo"]["eval_loss"]
 
