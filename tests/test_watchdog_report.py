@@ -39,9 +39,9 @@ def test_report_names_the_other_collective_and_the_operations_that_completed():
     err = p.stderr
     # each rank says what the other issued as #8 (the report that ends the job may be
     # either rank's, or both)
-    assert ("in another collective: global rank 1 issued broadcast as #8 (this rank: "
+    assert ("in another collective: global rank 1 issued gather as #8 (this rank: "
             "all_reduce #8)" in err or "in another collective: global rank 0 issued "
-            "all_reduce as #8 (this rank: broadcast #8)" in err), err
+            "all_reduce as #8 (this rank: gather #8)" in err), err
     assert "arrived: global ranks" not in err, err
     lines = err.splitlines()
     at = next(i for i, line in enumerate(lines) if "last completed operations" in line)

@@ -1,5 +1,7 @@
 """Six all_reduces (mostly complete without a wait), a broadcast, then rank 0 calls
-all_reduce where the others call broadcast: the eighth collective differs."""
+all_reduce where rank 1 calls gather (to itself): the eighth collective differs, and
+neither can complete (on 2 to 8 ranks a gather is point-to-point messages on the group's
+own communicator for them, which an all_reduce never matches, on either MPI)."""
 
 import numpy as np
 
@@ -13,5 +15,5 @@ dist.broadcast(x, src=0)
 if rank == 0:
     dist.all_reduce(x)
 else:
-    dist.broadcast(x, src=1)
+    dist.gather(x, [np.zeros(3), np.zeros(3)], dst=1)
 print(f"rank {rank}: unreachable", flush=True)
