@@ -146,8 +146,8 @@ def issued(op: str, group: Any, seq: int, args: tuple, peer: int | None = None,
             r = None
         meta = (s, r, args[2:])
         if owner is not None:
-            if len(_kept) >= _KEPT:
-                _kept.clear()
+            if len(_kept) >= _KEPT:  # (the oldest goes: a new owner's stays)
+                del _kept[next(iter(_kept))]
             _kept[id(owner)] = (owner, meta)
     rec = [next(_ids), op, group, seq, peer, meta, code, lasti, _now(), None,
            None, ISSUED_STATE]

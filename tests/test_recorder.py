@@ -134,16 +134,19 @@ def test_direct_all_gathers_and_reduce_scatters_recorded_at_the_callers_line(ran
 def test_kept_messages_record_each_calls_own_counts(rank, size, tmp_path):
     # a repeated call's record keeps what it worked out of the first one's arguments (per
     # kept messages, reduce_scatter_tensor's with their scratch array); other sizes, and
-    # memory freed and taken again with another size, must never show an earlier call's
+    # memory freed and taken again with another size, must never show an earlier call's.
+    # A group of its own: whether a group keeps messages depends on its history of calls
+    # that found theirs (_direct.keeps), here only this test's
+    g = dist.new_group(list(range(size)))
     first = _last_id()
     want = []
     for n in (2, 2, 5, 5, 2, 3, 3):
         inp = np.arange(n * size, dtype=np.float64) + 100 * rank
         out, red, mine = np.empty(n * size), np.ones(n), np.empty(n)
         for _ in range(2):
-            dist.all_to_all_single(out, inp)
-            dist.reduce_scatter_tensor(mine, inp)
-            dist.all_reduce(red)
+            dist.all_to_all_single(out, inp, group=g)
+            dist.reduce_scatter_tensor(mine, inp, group=g)
+            dist.all_reduce(red, group=g)
             want.append(n)
         np.testing.assert_array_equal(out, np.concatenate(
             [np.arange(rank * n, (rank + 1) * n) + 100 * j for j in range(size)]))
@@ -151,7 +154,7 @@ def test_kept_messages_record_each_calls_own_counts(rank, size, tmp_path):
                                       + 100 * sum(range(size)))
         np.testing.assert_array_equal(red, np.full(n, size ** 2))
         del inp, out, red, mine  # (the next sizes' arrays may take this memory)
-    if dist.group.WORLD.direct is not None:  # (the kept messages' path: the record reused)
+    if g.direct is not None:  # (the kept messages' path: the record reused)
         last = [r for r in _recorder.ring if r[_recorder.OP] == "all_to_all_single"][-1]
         assert any(m is last[_recorder.META] for _, m in _recorder._kept.values())
     _, recs = _dumped_since(first, tmp_path)
