@@ -2,19 +2,21 @@
  *
  * Built once per MPI family (MPICH ABI: MPICH, Intel MPI, Cray MPICH, MVAPICH; Open
  * MPI) as mpicoll._core_<family>, against the mpi.h of the MPI that mpi4py loads
- * (setup.py); mpicoll/_core.py picks the variant at import and falls back to the
+ * (setup.py); mpicoll/_core_loader.py picks the variant at import and falls back to the
  * Python path where none matches. The communicator, datatype and op come from
  * mpi4py's objects through its C API: MPI is mpi4py's, never owned here.
  *
  * What a call does here is what the Python quick path does (mpicoll/_collectives/
- * _call.py, quick): issue the nonblocking call, test it, test it again up to `spin`
- * times, and only then register the wait with the monitor (mpicoll/_watched.py,
- * through the callables given to configure()) and block in MPI_Wait with the GIL
- * released, so the monitor thread ends a job whose wait cannot finish, exactly as for
- * the Python path. Every call is noted in a ring of fixed C records (the flight
- * recorder's: op, group, sequence number, count, datatype, op, call site as code
- * object and instruction offset, times, state), turned into the Python recorder's
- * lists only when read (mpicoll/_recorder.py, records()).
+ * _call.py, quick; _messages.py, issue): start the nonblocking call (call(): all_reduce,
+ * broadcast) or the messages a group keeps as persistent requests (startwait(): the
+ * other collectives on 2 to 8 ranks), test, test again up to `spin` times, and only
+ * then register the wait with the monitor (mpicoll/_watched.py, through the callables
+ * given to configure()) and block in MPI_Wait(all) with the GIL released, so the
+ * monitor thread ends a job whose wait cannot finish, exactly as for the Python path.
+ * Every call is noted in a ring of fixed C records (the flight recorder's: op, group,
+ * sequence number, count, datatype, op or root, or what the recorder keeps of the
+ * arguments; call site as code object and instruction offset, times, state), turned
+ * into the Python recorder's lists only when read (mpicoll/_recorder.py, records()).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,6 +38,7 @@
 #define STR(x) STR_(x)
 
 enum { ISSUED = 0, FAILED = 1 };
+enum { ALLREDUCE = 0, BCAST = 1, MESSAGES = 2 }; /* what a record is of */
 
 typedef struct {
     PyObject *id;       /* from the recorder's own counter: one order for both rings */
@@ -45,10 +48,13 @@ typedef struct {
     long long count;
     PyObject *datatype; /* mpi4py Datatype */
     PyObject *mpi_op;   /* mpi4py Op */
+    PyObject *meta;     /* what the recorder keeps of the call's arguments, or NULL: made
+                           from count, datatype and op when read */
     PyObject *code;     /* the call site's code object, or NULL */
     int lasti;
     long long issued, wait, done; /* ns since the epoch; 0: not yet */
     int state;
+    int kind;
 } Record;
 
 static Record *ring = NULL;
@@ -75,6 +81,7 @@ static void clear_record(Record *r) {
     Py_CLEAR(r->group);
     Py_CLEAR(r->datatype);
     Py_CLEAR(r->mpi_op);
+    Py_CLEAR(r->meta);
     Py_CLEAR(r->code);
 }
 
@@ -119,7 +126,7 @@ static void call_site(PyObject **code, int *lasti) {
 }
 
 static Record *record(PyObject *op, PyObject *group, long long seq, long long count,
-                      PyObject *datatype, PyObject *mpi_op) {
+                      PyObject *datatype, PyObject *mpi_op, PyObject *meta) {
     if (capacity == 0) return NULL;
     Record *r = &ring[next_slot];
     clear_record(r);
@@ -134,14 +141,17 @@ static Record *record(PyObject *op, PyObject *group, long long seq, long long co
     r->group = group;
     r->seq = seq;
     r->count = count;
-    Py_INCREF(datatype);
+    Py_XINCREF(datatype);
     r->datatype = datatype;
-    Py_INCREF(mpi_op);
+    Py_XINCREF(mpi_op);
     r->mpi_op = mpi_op;
+    Py_XINCREF(meta);
+    r->meta = meta;
     call_site(&r->code, &r->lasti);
     r->issued = now_ns();
     r->wait = r->done = 0;
     r->state = ISSUED;
+    r->kind = MESSAGES;
     next_slot = (next_slot + 1) % capacity;
     if (filled < capacity) filled++;
     return r;
@@ -181,35 +191,53 @@ static int wait_for(MPI_Request *req, Record *r, long spin, PyObject *op,
     return err;
 }
 
-/* allreduce(op, comm, array, datatype, mpi_op, group, seq, spin): all_reduce of a
- * C-contiguous writable buffer in place, blocking. */
-static PyObject *allreduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "allreduce takes 8 arguments");
+/* call(kind, op, comm, array, datatype, extra, group, seq, spin): one MPI collective on
+ * a C-contiguous buffer, blocking: ALLREDUCE in place (extra: the mpi4py Op), BCAST
+ * (extra: the root, whose buffer may be read-only). */
+static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "call takes 9 arguments");
         return NULL;
     }
-    PyObject *op = args[0], *array = args[2], *dtobj = args[3], *opobj = args[4];
-    PyObject *group = args[5], *seqobj = args[6];
-    MPI_Comm *comm = PyMPIComm_Get(args[1]);
+    int kind = (int)PyLong_AsLong(args[0]);
+    PyObject *op = args[1], *array = args[3], *dtobj = args[4], *extra = args[5];
+    PyObject *group = args[6], *seqobj = args[7];
+    MPI_Comm *comm = PyMPIComm_Get(args[2]);
     MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
-    MPI_Op *mop = PyMPIOp_Get(opobj);
-    if (comm == NULL || dt == NULL || mop == NULL) return NULL;
+    if (comm == NULL || dt == NULL) return NULL;
+    MPI_Op *mop = NULL;
+    int root = -1, me = -1;
+    if (kind == ALLREDUCE) {
+        if ((mop = PyMPIOp_Get(extra)) == NULL) return NULL;
+    } else if (kind == BCAST) {
+        root = (int)PyLong_AsLong(extra);
+        MPI_Comm_rank(*comm, &me);
+    } else {
+        PyErr_SetString(PyExc_ValueError, "call: unknown kind");
+        return NULL;
+    }
     long long seq = PyLong_AsLongLong(seqobj);
-    long spin = PyLong_AsLong(args[7]);
+    long spin = PyLong_AsLong(args[8]);
     if (PyErr_Occurred()) return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(array, &view, PyBUF_WRITABLE) < 0) return NULL;
+    if (PyObject_GetBuffer(array, &view, me == root && kind == BCAST ? PyBUF_SIMPLE
+                                                                      : PyBUF_WRITABLE) < 0)
+        return NULL;
     int size = 0;
     MPI_Type_size(*dt, &size);
     long long count = size > 0 ? (long long)(view.len / size) : 0;
     if (count > INT_MAX) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_OverflowError, "allreduce: more than 2**31-1 elements");
+        PyErr_SetString(PyExc_OverflowError, "call: more than 2**31-1 elements");
         return NULL;
     }
-    Record *r = record(op, group, seq, count, dtobj, opobj);
+    Record *r = record(op, group, seq, count, dtobj, extra, NULL);
+    if (r != NULL) r->kind = kind;
     MPI_Request req = MPI_REQUEST_NULL;
-    int err = MPI_Iallreduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, *comm, &req);
+    int err = kind == ALLREDUCE
+        ? MPI_Iallreduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, *comm, &req)
+        : MPI_Ibcast(view.buf, (int)count, *dt, root, *comm, &req);
     if (err == MPI_SUCCESS) err = wait_for(&req, r, spin, op, group, seqobj, array);
     PyBuffer_Release(&view);
     if (err != MPI_SUCCESS) {
@@ -223,6 +251,152 @@ static PyObject *allreduce(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
+/* this rank's own block, copied while the messages run: copy = (destination, source),
+ * two buffers of one length (memcpy), else destination[...] = source */
+static int own_copy(PyObject *copy) {
+    if (copy == Py_None) return 0;
+    PyObject *dst = PyTuple_GET_ITEM(copy, 0), *src = PyTuple_GET_ITEM(copy, 1);
+    Py_buffer d, s;
+    if (PyObject_GetBuffer(dst, &d, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) == 0) {
+        if (PyObject_GetBuffer(src, &s, PyBUF_C_CONTIGUOUS) == 0) {
+            int same = d.len == s.len;
+            if (same) memmove(d.buf, s.buf, (size_t)s.len);
+            PyBuffer_Release(&s);
+            PyBuffer_Release(&d);
+            if (same) return 0;
+        } else {
+            PyErr_Clear();
+            PyBuffer_Release(&d);
+        }
+    } else {
+        PyErr_Clear();
+    }
+    return PyObject_SetItem(dst, Py_Ellipsis, src);
+}
+
+/* startwait(op, group, seq, reqs, statuses, tags, capped, copy, meta, spin, keep):
+ * a blocking call of messages kept as persistent requests (mpicoll/_collectives/
+ * _messages.py, issue): start them all, copy this rank's own block, test them, test
+ * again up to `spin` times, then the watched wait (MPI_Waitall with the GIL released);
+ * their statuses are written into `statuses` (mpi4py Status objects). Returns None
+ * where each receive's tag is the count in `tags` (and none is `capped`: a count a tag
+ * cannot hold); else the record's id (-1: not recorded), for the caller to compare the
+ * counts (and mark the record failed: failed()). */
+#define FEW 32
+static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "startwait takes 11 arguments");
+        return NULL;
+    }
+    PyObject *op = args[0], *group = args[1], *seqobj = args[2], *reqlist = args[3];
+    PyObject *stlist = args[4], *tags = args[5], *copy = args[7], *meta = args[8];
+    long long seq = PyLong_AsLongLong(seqobj);
+    long spin = PyLong_AsLong(args[9]);
+    int capped = PyObject_IsTrue(args[6]);
+    if (PyErr_Occurred() || capped < 0) return NULL;
+    if (!PyList_Check(reqlist) || !PyList_Check(stlist) || !PyTuple_Check(tags) ||
+        PyList_GET_SIZE(stlist) != PyList_GET_SIZE(reqlist) ||
+        PyTuple_GET_SIZE(tags) > PyList_GET_SIZE(reqlist) ||
+        (copy != Py_None && (!PyTuple_Check(copy) || PyTuple_GET_SIZE(copy) != 2))) {
+        PyErr_SetString(PyExc_TypeError, "startwait: lists of requests and statuses, a "
+                                         "tuple of tags, copy None or (destination, source)");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(reqlist), ntags = PyTuple_GET_SIZE(tags);
+    MPI_Request few[FEW], *reqs = few;
+    MPI_Status fews[FEW], *sts = fews;
+    if (n > FEW) {
+        reqs = PyMem_Malloc(sizeof(MPI_Request) * (size_t)n);
+        sts = PyMem_Malloc(sizeof(MPI_Status) * (size_t)n);
+        if (reqs == NULL || sts == NULL) {
+            PyMem_Free(reqs);
+            PyMem_Free(sts);
+            return PyErr_NoMemory();
+        }
+    }
+    PyObject *result = NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        MPI_Request *q = PyMPIRequest_Get(PyList_GET_ITEM(reqlist, k));
+        if (q == NULL) goto out;
+        reqs[k] = *q;
+    }
+    Record *r = record(op, group, seq, 0, NULL, NULL, meta);
+    int err = MPI_Startall((int)n, reqs), flag = 0;
+    if (err == MPI_SUCCESS && own_copy(copy) < 0) {
+        /* (the messages run on: waited for below, then the copy's error raised) */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        MPI_Waitall((int)n, reqs, MPI_STATUSES_IGNORE);
+        PyErr_Restore(et, ev, tb);
+        if (r != NULL) {
+            r->done = now_ns();
+            r->state = FAILED;
+        }
+        goto out;
+    }
+    if (err == MPI_SUCCESS) err = MPI_Testall((int)n, reqs, &flag, sts);
+    if (err == MPI_SUCCESS && !flag) {
+        if (r != NULL) r->wait = now_ns();
+        for (long i = 0; i < spin && err == MPI_SUCCESS && !flag; i++)
+            err = MPI_Testall((int)n, reqs, &flag, sts);
+        if (err == MPI_SUCCESS && !flag) {
+            PyObject *token =
+                PyObject_CallFunctionObjArgs(on_block, op, group, seqobj, args[10], NULL);
+            if (token == NULL) PyErr_Clear(); /* (the wait goes on, unwatched) */
+            Py_BEGIN_ALLOW_THREADS
+            err = MPI_Waitall((int)n, reqs, sts);
+            Py_END_ALLOW_THREADS
+            if (token != NULL) {
+                PyObject *res = PyObject_CallOneArg(on_unblock, token);
+                Py_XDECREF(res);
+                if (res == NULL) PyErr_Clear();
+                Py_DECREF(token);
+            }
+        }
+    }
+    for (Py_ssize_t k = 0; k < n; k++) { /* (persistent: the handles stay; as MPI left them) */
+        MPI_Request *q = PyMPIRequest_Get(PyList_GET_ITEM(reqlist, k));
+        if (q != NULL) *q = reqs[k];
+        else PyErr_Clear();
+        if (err == MPI_SUCCESS || err == MPI_ERR_IN_STATUS) {
+            MPI_Status *st = PyMPIStatus_Get(PyList_GET_ITEM(stlist, k));
+            if (st != NULL) *st = sts[k];
+            else PyErr_Clear();
+        }
+    }
+    if (r != NULL) r->done = now_ns();
+    if (err != MPI_SUCCESS) {
+        if (r != NULL) r->state = FAILED;
+        raise_mpi(err);
+        goto out;
+    }
+    int same = !capped;
+    for (Py_ssize_t k = 0; same && k < ntags; k++) {
+        long want = PyLong_AsLong(PyTuple_GET_ITEM(tags, k));
+        same = sts[k].MPI_TAG == want;
+    }
+    if (PyErr_Occurred()) goto out;
+    if (same) result = Py_NewRef(Py_None);
+    else result = r != NULL ? Py_NewRef(r->id) : PyLong_FromLong(-1);
+out:
+    if (reqs != few) {
+        PyMem_Free(reqs);
+        PyMem_Free(sts);
+    }
+    return result;
+}
+
+/* failed(id): mark the record `id` failed (a call whose counts disagreed) */
+static PyObject *failed(PyObject *self, PyObject *id) {
+    for (Py_ssize_t k = 0; k < filled; k++) {
+        if (ring[k].id != NULL && PyObject_RichCompareBool(ring[k].id, id, Py_EQ) == 1) {
+            ring[k].state = FAILED;
+            break;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 /* records(): the ring as the Python recorder's lists, oldest first:
  * [id, op, group, seq, peer, meta, code, lasti, issued, wait, done, state] */
 static PyObject *records(PyObject *self, PyObject *unused) {
@@ -231,8 +405,10 @@ static PyObject *records(PyObject *self, PyObject *unused) {
     Py_ssize_t start = filled < capacity ? 0 : next_slot;
     for (Py_ssize_t k = 0; k < filled; k++) {
         Record *r = &ring[(start + k) % capacity];
-        PyObject *meta = Py_BuildValue("(O(LO)(O))", Py_None, r->count, r->datatype,
-                                       r->mpi_op);
+        PyObject *meta = r->meta != NULL ? Py_NewRef(r->meta)
+            : r->kind == ALLREDUCE ? Py_BuildValue("(O(LO)(O))", Py_None, r->count,
+                                                   r->datatype, r->mpi_op)
+            : Py_BuildValue("((LO)O())", r->count, r->datatype, r->mpi_op);
         PyObject *wait = r->wait ? PyLong_FromLongLong(r->wait) : Py_NewRef(Py_None);
         PyObject *done = r->done ? PyLong_FromLongLong(r->done) : Py_NewRef(Py_None);
         PyObject *item = Py_BuildValue(
@@ -277,8 +453,13 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"allreduce", (PyCFunction)(void (*)(void))allreduce, METH_FASTCALL,
-     "allreduce(op, comm, array, datatype, mpi_op, group, seq, spin): in place, blocking"},
+    {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL,
+     "call(kind, op, comm, array, datatype, extra, group, seq, spin): one collective, "
+     "blocking (ALLREDUCE in place, extra its Op; BCAST, extra its root)"},
+    {"startwait", (PyCFunction)(void (*)(void))startwait, METH_FASTCALL,
+     "startwait(op, group, seq, reqs, statuses, tags, capped, copy, meta, spin, keep): "
+     "kept messages started and waited for, blocking"},
+    {"failed", failed, METH_O, "failed(id): mark a record failed"},
     {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},
     {"configure", configure, METH_VARARGS, "what the Python side gives the core"},
     {NULL, NULL, 0, NULL},
@@ -295,7 +476,9 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     if (m == NULL) return NULL;
     if (PyModule_AddStringConstant(m, "FAMILY", CORE_FAMILY) < 0 ||
         PyModule_AddIntConstant(m, "MPI_VERSION", MPI_VERSION) < 0 ||
-        PyModule_AddIntConstant(m, "MPI_SUBVERSION", MPI_SUBVERSION) < 0) {
+        PyModule_AddIntConstant(m, "MPI_SUBVERSION", MPI_SUBVERSION) < 0 ||
+        PyModule_AddIntConstant(m, "ALLREDUCE", ALLREDUCE) < 0 ||
+        PyModule_AddIntConstant(m, "BCAST", BCAST) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -50,8 +50,9 @@ def load() -> Any:
     _recorder.rings.append(core.records)
     module = core
     why = (f"in use ({family} family, built against MPI {core.MPI_VERSION}."
-           f"{core.MPI_SUBVERSION}): all_reduce's repeated blocking calls are issued, "
-           "waited on and recorded in C")
+           f"{core.MPI_SUBVERSION}): repeated blocking calls are issued, waited on and "
+           "recorded in C (all_reduce and broadcast; on groups of 2 to 8 ranks the "
+           "messages of the others)")
     return core
 
 

@@ -85,6 +85,11 @@ def records() -> list[list]:
     return mine[-capacity:]
 
 
+def recording() -> bool:
+    """Whether operations are recorded (``MPICOLL_TRACE_ENTRIES`` is not 0)."""
+    return ring is not None
+
+
 def _is_inside(filename: str) -> bool:
     """A frame of mpicoll itself (not of its benchmark, which calls it as a user does) or
     of torch.distributed (whose c10d calls the torch backend)."""
@@ -126,33 +131,38 @@ def issued(op: str, group: Any, seq: int, args: tuple, peer: int | None = None,
         lasti = f.f_lasti
     except (ValueError, AttributeError):  # (a shallower stack than any face makes)
         code, lasti = None, -1
-    m = _kept.get(id(owner)) if owner is not None else None
-    if m is not None and m[0] is owner:
-        meta = m[1]
-    else:
-        # the arguments without their buffers: a buffer specification (args[0], args[1]) by
-        # its count and datatype; what follows the buffers (roots, ops, counts) as it is
-        if len(args) > 1:
-            s, r = args[0], args[1]
-        else:  # (Ibarrier's)
-            s, r = args[0] if args else None, None
-        if type(s) in _SPECS:
-            s = s[1:] if len(s) > 2 else (getattr(s[0], "size", None), s[1])
-        elif type(s) is not int:
-            s = None
-        if type(r) in _SPECS:
-            r = r[1:] if len(r) > 2 else (getattr(r[0], "size", None), r[1])
-        elif type(r) is not int:
-            r = None
-        meta = (s, r, args[2:])
-        if owner is not None:
-            if len(_kept) >= _KEPT:  # (the oldest goes: a new owner's stays)
-                del _kept[next(iter(_kept))]
-            _kept[id(owner)] = (owner, meta)
+    meta = kept(args, owner)
     rec = [next(_ids), op, group, seq, peer, meta, code, lasti, _now(), None,
            None, ISSUED_STATE]
     ring.append(rec)
     return rec
+
+
+def kept(args: tuple, owner: Any = None) -> tuple:
+    """What a record keeps of an MPI call's ``args``: a buffer specification (args[0],
+    args[1]) by its count and datatype, what follows the buffers (roots, ops, counts) as
+    it is. With an ``owner`` (:func:`issued`'s), worked out once per owner."""
+    m = _kept.get(id(owner)) if owner is not None else None
+    if m is not None and m[0] is owner:
+        return m[1]
+    if len(args) > 1:
+        s, r = args[0], args[1]
+    else:  # (Ibarrier's)
+        s, r = args[0] if args else None, None
+    if type(s) in _SPECS:
+        s = s[1:] if len(s) > 2 else (getattr(s[0], "size", None), s[1])
+    elif type(s) is not int:
+        s = None
+    if type(r) in _SPECS:
+        r = r[1:] if len(r) > 2 else (getattr(r[0], "size", None), r[1])
+    elif type(r) is not int:
+        r = None
+    meta = (s, r, args[2:])
+    if owner is not None:
+        if len(_kept) >= _KEPT:  # (the oldest goes: a new owner's stays)
+            del _kept[next(iter(_kept))]
+        _kept[id(owner)] = (owner, meta)
+    return meta
 
 
 def waiting(rec: list | None) -> None:

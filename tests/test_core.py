@@ -14,6 +14,7 @@ from mpi4py import MPI
 
 import mpicoll as dist
 from mpicoll import _core_loader, _recorder
+from mpicoll.errors import SizeMismatch
 
 OFF = os.environ.get("MPICOLL_CORE") == "0"
 FAMILY = "openmpi" if MPI.Get_library_version().startswith("Open MPI") else "mpich"
@@ -78,3 +79,69 @@ def test_records_share_one_order_and_name_the_call_site(rank, size):
     # the core's records carry the count and datatype, as the Python path's do
     meta = got[0][_recorder.META]
     assert meta[1][0] == 3 and meta[1][1] == MPI.DOUBLE
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "complex64"])
+def test_repeated_broadcast_from_each_root_equals_the_roots_tensor(xp, dtype, rank, size,
+                                                                   group):
+    n = group.size() if hasattr(group, "size") else size
+    for k in range(3 * n):  # (each root's first call validates; its next take the core)
+        root = k % n
+        src = dist.get_global_rank(group, root) if group is not None else root
+        t = xp.tensor(np.arange(7) * (rank + 1) + k, dtype)
+        dist.broadcast(t, src=src, group=group)
+        want = (np.arange(7) * (src + 1) + k).astype(dtype)
+        np.testing.assert_array_equal(xp.to_numpy(t), want)
+
+
+@pytest.mark.mpi(min_size=2)
+def test_repeated_exchanges_equal_numpy_and_are_recorded_at_the_call_site(xp, rank, size):
+    # on 2 to 8 ranks their messages are kept and restarted, in the core where it is in use
+    n = 3
+    inp = xp.tensor(np.arange(n * size) + 100 * rank, "float64")
+    out, mine = xp.tensor(np.zeros(n * size), "float64"), xp.tensor(np.zeros(n), "float64")
+    gathered = xp.tensor(np.zeros(n * size), "float64")
+    lines = []
+    for _ in range(4):
+        dist.all_to_all_single(out, inp); lines.append(_line())  # noqa: E702
+        dist.reduce_scatter_tensor(mine, inp); lines.append(_line())  # noqa: E702
+        dist.all_gather_into_tensor(gathered, mine); lines.append(_line())  # noqa: E702
+        np.testing.assert_array_equal(xp.to_numpy(out), np.concatenate(
+            [np.arange(rank * n, (rank + 1) * n) + 100 * j for j in range(size)]))
+        red = size * np.arange(n * size) + 100 * sum(range(size))
+        np.testing.assert_array_equal(xp.to_numpy(mine), red[rank * n:(rank + 1) * n])
+        np.testing.assert_array_equal(xp.to_numpy(gathered), red)
+    got = _recorder.records()[-12:]
+    assert [r[_recorder.OP] for r in got] == [
+        "all_to_all_single", "reduce_scatter_tensor", "all_gather_into_tensor"] * 4
+    for r, line in zip(got, lines, strict=True):
+        code, lasti = r[_recorder.FILE], r[_recorder.LINE]
+        assert code.co_filename == __file__
+        assert any(start <= lasti < end and ln == line for start, end, ln in code.co_lines())
+        assert _recorder.state(r) == _recorder.COMPLETED
+
+
+@pytest.mark.mpi(min_size=2)
+def test_kept_messages_whose_counts_then_differ_raise_and_are_recorded_failed(rank, size):
+    # rank 0 repeats its call (its messages kept, restarted in the core); rank 1 then sends
+    # it one element fewer, and expects one fewer back: rank 0's tags differ (compared in
+    # the core), rank 1's receive is cut short, and both raise SizeMismatch
+    g = dist.new_group(list(range(size)))
+    out = np.zeros(2 * size)
+    for _ in range(3):
+        dist.all_to_all_single(out, np.full(2 * size, float(rank)), group=g)
+    if rank != 1:  # the kept call's own arguments: counts as before
+        call = lambda: dist.all_to_all_single(out, np.zeros(2 * size), group=g)  # noqa: E731
+    else:
+        split = [1] + [2] * (size - 1)
+        call = lambda: dist.all_to_all_single(  # noqa: E731
+            np.zeros(sum(split)), np.zeros(sum(split)), output_split_sizes=split,
+            input_split_sizes=split, group=g)
+    if rank > 1:
+        call()
+        return
+    with pytest.raises(SizeMismatch, match="all_to_all_single"):
+        call()
+    last = [r for r in _recorder.records() if r[_recorder.GROUP] is g][-1]
+    assert last[_recorder.OP] == "all_to_all_single"
+    assert _recorder.state(last) == _recorder.FAILED

@@ -35,6 +35,17 @@ def _interrupt_in(function: str):
     return tracer
 
 
+@pytest.fixture
+def python_path(monkeypatch):
+    """The Python path, whose tests and waits run Python bytecode, where a
+    KeyboardInterrupt can land; the compiled core's run none (a signal there is the
+    monitor's, as in MPI's Wait: test_never_hangs)."""
+    from mpicoll import _core_loader
+
+    _core_loader.load()  # (decided: not loaded again by a first call)
+    monkeypatch.setattr(_core_loader, "module", None)
+
+
 def _interrupted_then_completed(op, call, pg):
     """``call()`` interrupted in its wait raises KeyboardInterrupt and leaves one pending
     Work of ``op`` on ``pg``, which completes when the group's pending Works are waited."""
@@ -52,15 +63,9 @@ def _interrupted_then_completed(op, call, pg):
 
 
 @pytest.mark.parametrize("blocking", ["quick", "general"])
-def test_interrupted_wait_keeps_the_request(rank, size, blocking, monkeypatch):
+def test_interrupted_wait_keeps_the_request(rank, size, blocking, python_path):
     if size == 1:
         pytest.skip("needs a peer that is late, so that the call waits")
-    # the Python quick path's Tests run Python bytecode, where a KeyboardInterrupt can
-    # land; the compiled core's tests and wait run none (a signal there is the monitor's,
-    # as in MPI's Wait: test_never_hangs), so this is the Python path's test
-    from mpicoll import _core_loader
-
-    monkeypatch.setattr(_core_loader, "module", None)
     # the general path: a first call of this dtype and shape; the quick path: a repeat
     x = np.full(5 if blocking == "quick" else 7, rank + 1.0)
     if blocking == "quick":
@@ -117,7 +122,7 @@ def test_bad_polls_setting_is_named():
 
 
 @pytest.mark.parametrize("blocking", ["quick", "general"])
-def test_interrupted_direct_exchange_keeps_its_messages(rank, size, blocking):
+def test_interrupted_direct_exchange_keeps_its_messages(rank, size, blocking, python_path):
     from mpicoll._collectives import _direct
 
     if not 1 < size <= _direct.MAX_RANKS:
@@ -165,7 +170,8 @@ def _interrupt_at_return_of(function: str):
 
 
 @pytest.mark.parametrize("blocking", ["quick", "general"])
-def test_interrupt_after_the_messages_completed_still_reduces(rank, size, blocking):
+def test_interrupt_after_the_messages_completed_still_reduces(rank, size, blocking,
+                                                              python_path):
     # a direct reduce_scatter reduces once its messages complete: an interrupt that comes
     # as its wait returns (nothing left pending, so no Work) must not skip that
     from mpicoll._collectives import _direct

@@ -10,13 +10,13 @@ from typing import Any
 from numpy import array as _array
 from numpy import int64 as _int64
 
-from .. import _departed
+from .. import _core_loader, _departed, _polling
 from .._abandoned import settle
 from .._checkmode import verify
 from .._describe import mpi_error
 from .._env import settings as _settings
 from .._mpi import MPI
-from .._recorder import done, issued, waiting
+from .._recorder import done, issued, kept, recording, waiting
 from .._tags import tag_ub
 from .._wait import wait_requests
 from .._work import Work
@@ -47,7 +47,7 @@ class Direct:
         ub = self.ub = tag_ub()
         self.recvs = recvs
         self.sends = [(j, c, min(c, ub)) for j, c in sends]
-        self.tags = [min(c, ub) for _, c, _ in recvs]  # what each receive's tag must be
+        self.tags = tuple(min(c, ub) for _, c, _ in recvs)  # what each receive's tag must be
         self.capped = ub in self.tags  # (a count a tag cannot hold: its length compared)
         self.base, self.sizes, self.counts = base, sizes, counts
         self.zeros = [0] * n  # (displacements of a lone tensor, to every peer)
@@ -125,11 +125,16 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
     instead of posting (a blocking call's); freed here wherever they cannot be started
     again (a mismatch, an MPI error, an interrupt)."""
     seq = group.seq = group.seq + 1
+    core = (_core_loader.module or _core_loader.load()) if started is not None and not \
+        async_op else None
     try:
         if _departed.left:
             _departed.check(op, group, seq)
         if sig is not None and _settings().check:
             verify(op, group, sig())
+        if core is not None:
+            return _in_core(core, op, group, seq, direct, args, bufs[4], copy, finalize,
+                            keep, started)
         rec = issued(op, group, seq, args, depth=depth,
                      owner=None if started is None else started[2])
     except BaseException:
@@ -203,6 +208,38 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
     if finalize is not None:
         finalize()
     return None
+
+
+def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tuple,
+             dt: Any, copy: tuple | None, finalize: Callable[[], Any] | None, keep: Any,
+             started: tuple) -> None:
+    """:func:`issue` of kept messages (``started``), blocking, in the compiled core: started,
+    this rank's own block copied, waited for (watched past its tests) and recorded in C;
+    the counts the tags carry compared there, and here where one differs."""
+    reqs, sts = started[1], started[2]
+    if copy is not None and copy[1] is not Ellipsis:  # (the core copies a whole block)
+        copy[0][copy[1]] = copy[2]
+        copy = None
+    try:
+        differs = core.startwait(op, group, seq, reqs, sts, direct.tags, direct.capped,
+                                 None if copy is None else (copy[0], copy[2]),
+                                 kept(args, sts) if recording() else None,
+                                 len(_polling.spin), args)
+    except MPI.Exception as e:
+        _explain(direct, reqs, sts, group._rank, dt, op, group, seq, (args, keep), True)
+        raise mpi_error(op, e, args) from e
+    except BaseException:  # (not an MPI error: the own block's copy; all complete)
+        free(reqs)
+        raise
+    if differs is not None:
+        try:
+            direct.check(sts, group._rank, dt)
+        except BaseException:
+            core.failed(differs)
+            free(reqs)
+            raise
+    if finalize is not None:
+        finalize()
 
 
 def free(reqs: list[Any]) -> None:

@@ -45,8 +45,8 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
                 # numbered, issued, waited on (watched past its tests) and recorded in C
                 seq = pg.seq = pg.seq + 1
                 try:
-                    core.allreduce(name, pg.comm, a, hit[0], hit[1], pg, seq,
-                                   len(_polling.spin))
+                    core.call(core.ALLREDUCE, name, pg.comm, a, hit[0], hit[1], pg, seq,
+                              len(_polling.spin))
                 except MPI.Exception as e:
                     raise mpi_error(name, e, (MPI.IN_PLACE, [a, hit[0]], hit[1])) from e
                 return None
