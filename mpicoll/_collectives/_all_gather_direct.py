@@ -19,6 +19,7 @@ from . import _direct, _pack
 from ._call import exchange_key
 from ._large import INT_MAX
 from ._own_block import own_block_copy
+from ._signature import signature
 from ._sizes import exchange as exchange_sizes
 
 
@@ -29,7 +30,8 @@ def into_tensor(pg: Any, src: Any, dst: Any, output: Any, count: int, dt: Any,
     name, me, n, rarr = "all_gather_into_tensor", pg._rank, pg._size, dst.array
     counts = [count] * n
     d = _direct.plan(pg, counts, counts, exchange_sizes(name, pg, counts, counts,
-                                                        "output_tensor"))
+                                                        "output_tensor"),
+                     signature(name, rarr.dtype))
     rd = _pack.displs(counts)
     # (this rank's block, flat: where it lies in the input and in the output)
     flat = own = (slice(0, count), slice(rd[me], rd[me] + count)) if count else None
@@ -61,7 +63,7 @@ def listed(pg: Any, src: Any, sendspec: Any, recv: Any, staged: bool, counts: li
     stored (by the displacements of an area of adjacent views)."""
     name, me, n, c = "all_gather", pg._rank, pg._size, src.numel
     d = _direct.plan(pg, [c] * n, counts, exchange_sizes(
-        name, pg, [c] * n, counts, "tensor_list[{peer}]"))
+        name, pg, [c] * n, counts, "tensor_list[{peer}]"), signature(name, recv.dtype))
     dt, rd = mpi_datatype(recv.dtype), _pack.displs(counts)
     send = recv[rd[me]:rd[me] + c] if sendspec is MPI.IN_PLACE else sendspec[0]
     if src.dtype in PLAIN:

@@ -34,6 +34,7 @@ from .._work import Work
 from ._messages import Direct, free, issue
 from ._own_block import own_block_copy
 from ._pack import displs
+from ._signature import signature
 from ._sizes import Sizes, _kept, exchange
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
@@ -60,14 +61,16 @@ def chosen(pg: Any) -> bool:
     return pg.direct is not None
 
 
-def plan(pg: Any, scounts: list[int], rcounts: list[int], sizes: Sizes | None) -> Direct:
-    """The :class:`Direct` of an exchange of these counts on ``pg`` (kept: a training
-    loop's general path, async calls included, does not remake it per call)."""
+def plan(pg: Any, scounts: list[int], rcounts: list[int], sizes: Sizes | None,
+         sig: int) -> Direct:
+    """The :class:`Direct` of an exchange of these counts on ``pg``, its tags carrying
+    ``sig`` (:func:`._signature.signature`) (kept: a training loop's general path, async
+    calls included, does not remake it per call)."""
     me, n = pg._rank, pg._size
-    return _kept(("direct", me, tuple(scounts), tuple(rcounts), sizes), lambda: Direct(
+    return _kept(("direct", me, tuple(scounts), tuple(rcounts), sizes, sig), lambda: Direct(
         [(j, rcounts[j], j) for j in range(n) if j != me],
         [(j, scounts[j]) for j in range(n) if j != me], list(rcounts), sizes, n,
-        (list(scounts), list(rcounts))))
+        (list(scounts), list(rcounts)), sig))
 
 
 def single(pg: Any, src: Any, dst: Any, sarr: Any, rarr: Any, scounts: list[int],
@@ -77,7 +80,8 @@ def single(pg: Any, src: Any, dst: Any, sarr: Any, rarr: Any, scounts: list[int]
     the adapter's; ``sarr``, ``rarr``: their arrays; counts in elements), its quick entry
     stored in ``table`` (:func:`exchanged` makes it)."""
     name, me = "all_to_all_single", pg._rank
-    d = plan(pg, scounts, rcounts, exchange(name, pg, scounts, rcounts, "output"))
+    d = plan(pg, scounts, rcounts, exchange(name, pg, scounts, rcounts, "output"),
+             signature(name, sarr.dtype))
     sd, rd = displs(scounts), displs(rcounts)
     own = (sd[me], rd[me], scounts[me]) if scounts[me] else None
     if quick_key is not None:  # (this rank's own block: where it lies in each, flat)

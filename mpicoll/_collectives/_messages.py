@@ -21,6 +21,8 @@ from .._tags import tag_ub
 from .._wait import wait_requests
 from .._work import Work
 from . import _large
+from ..errors import SignatureMismatch, torch_flavoured
+from ._signature import bits, differs
 from ._sizes import Sizes
 
 _ANY = MPI.ANY_TAG
@@ -38,17 +40,26 @@ class Direct:
     ``MPICOLL_CHECK=0``). ``counts``: an exchange's (send, receive) counts of every
     rank, for its arguments."""
 
-    __slots__ = ("base", "big", "capped", "counts", "recvs", "sends", "sizes", "tags", "ub",
-                 "zeros")
+    __slots__ = ("base", "big", "bits", "capped", "cmax", "counts", "recvs", "sends", "sig",
+                 "sizes", "tags", "zeros")
 
     def __init__(self, recvs: list[tuple[int, int, int]], sends: list[tuple[int, int]],
                  base: list[int], sizes: Sizes | None, n: int,
-                 counts: tuple[list[int], list[int]] | None = None) -> None:
-        ub = self.ub = tag_ub()
+                 counts: tuple[list[int], list[int]] | None = None, sig: int = 0) -> None:
+        # a tag: the count above the signature's bits (:mod:`._signature`: which
+        # collective, dtype and reduce op), the count capped at what the tag can hold
+        b = self.bits = bits() if sizes is not None else 0
+        self.sig = sig if b else 0
+        cmax = self.cmax = ((tag_ub() + 1) >> b) - 1
+
+        def tag(c: int) -> int:
+            return min(c, cmax) << b | self.sig
+
         self.recvs = recvs
-        self.sends = [(j, c, min(c, ub)) for j, c in sends]
-        self.tags = tuple(min(c, ub) for _, c, _ in recvs)  # what each receive's tag must be
-        self.capped = ub in self.tags  # (a count a tag cannot hold: its length compared)
+        self.sends = [(j, c, tag(c)) for j, c in sends]
+        self.tags = tuple(tag(c) for _, c, _ in recvs)  # what each receive's tag must be
+        # (a count a tag cannot hold: its length compared)
+        self.capped = any(c >= cmax for _, c, _ in recvs)
         self.base, self.sizes, self.counts = base, sizes, counts
         self.zeros = [0] * n  # (displacements of a lone tensor, to every peer)
         # a count above INT_MAX on MPI-3: one element of a type that holds them all (_large)
@@ -79,8 +90,9 @@ class Direct:
         return reqs
 
     def check(self, statuses: list[Any], me: int, dt: Any) -> None:
-        """Raise SizeMismatch where a peer sent another count than this rank expects (its
-        receives' statuses, first in ``statuses``)."""
+        """Raise SignatureMismatch where a peer's call is another collective, or of another
+        dtype or reduce op (the signature in its tag), SizeMismatch where it sent another
+        count than this rank expects (its receives' statuses, first in ``statuses``)."""
         sizes = self.sizes
         if sizes is None:
             return
@@ -91,11 +103,13 @@ class Direct:
         else:
             if not self.capped:
                 return
-        ub = self.ub
+        b, cmax, mask = self.bits, self.cmax, (1 << self.bits) - 1
         for k, want in enumerate(self.tags):
             st = statuses[k]
             tag = st.Get_tag()  # (negative: no status, after an error; not compared)
-            if (tag != want and tag >= 0) or (tag == ub and not self.big and
+            if tag >= 0 and tag & mask != self.sig:
+                self._differs(self.recvs[k][0], tag & mask, me)
+            if (tag != want and tag >= 0) or (tag >> b == cmax and not self.big and
                                               st.Get_count(dt) != self.recvs[k][1]):
                 break
         else:
@@ -104,9 +118,18 @@ class Direct:
         for k, (_, c, at) in enumerate(self.recvs):
             st = statuses[k]
             tag = st.Get_tag()
-            got[at] = c if tag < 0 else tag if tag < ub or self.big or st.Get_error() \
-                else st.Get_count(dt)
+            got[at] = c if tag < 0 else tag >> b if tag >> b < cmax or self.big or \
+                st.Get_error() else st.Get_count(dt)
         sizes.mismatch(_array(got, _int64), me)
+
+    def _differs(self, peer: int, theirs: int, me: int) -> None:
+        """Raise SignatureMismatch: group rank ``peer``'s call is another than this one."""
+        said = "; ".join(differs(self.sig, theirs))
+        raise torch_flavoured(SignatureMismatch)(
+            f"{self.sizes.op}: rank {peer} made another call than rank {me} at the same "
+            f"point: {said}. The output of rank {me} is not what the call asked for; "
+            "every rank must make the same collectives, in the same order, with the same "
+            "dtype and reduce op")
 
 
 def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,

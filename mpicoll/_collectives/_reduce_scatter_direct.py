@@ -20,6 +20,7 @@ from . import _direct, _pack, _reduce
 from ._layout import area, displs
 from ._messages import issue
 from ._own_block import then
+from ._signature import signature
 from ._sizes import scattered
 from .reduce_op import nan_op, op_name
 
@@ -74,7 +75,8 @@ def general(name: str, pg: Any, op: Any, p: Any, dst: Any, send: Any, counts: li
     me, n = pg._rank, pg._size
     recv = _reduce.recv_side(p, dst.array, dst.dtype)
     c, dt = recv.size, mpi_datatype(recv.dtype)
-    d = _direct.plan(pg, counts, [c] * n, scattered(name, pg, counts, c, what))
+    d = _direct.plan(pg, counts, [c] * n, scattered(name, pg, counts, c, what),
+                     signature(name, recv.dtype, op_name(op)))
     sd, rd = _pack.displs(counts), [j * c for j in range(n)]
     how = ufunc_of(p.mpi_op)
     if store is not None:

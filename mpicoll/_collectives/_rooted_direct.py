@@ -14,6 +14,7 @@ from ._layout import area as _area
 from ._layout import displs as _displs
 from ._messages import Direct, issue
 from ._own_block import flat_copy
+from ._signature import signature
 from ._sizes import Sizes, _kept
 from ._sizes import rooted as rooted_sizes
 
@@ -22,19 +23,22 @@ _Status = MPI.Status
 
 
 def plan(pg: Any, root: int, gathering: bool, mine: int, counts: list[int] | None,
-                sizes: Sizes | None) -> Direct:
+         sizes: Sizes | None, sig: int) -> Direct:
     """The :class:`Direct` of a gather (``gathering``) or scatter: ``mine`` elements of
-    this rank's tensor, ``counts`` the root's list's sizes (None off the root)."""
+    this rank's tensor, ``counts`` the root's list's sizes (None off the root), its tags
+    carrying ``sig`` (:func:`._signature.signature`)."""
     me, n = pg._rank, pg._size
     key = ("rooted", me, root, gathering, mine, None if counts is None else tuple(counts),
-           sizes)
+           sizes, sig)
     if me == root:
         c = list(counts or ())
         others = [j for j in range(n) if j != root]
-        return _kept(key, lambda: Direct([(j, c[j], j) for j in others], [], c, sizes, n)
-                     if gathering else Direct([], [(j, c[j]) for j in others], [], sizes, n))
-    return _kept(key, lambda: Direct([], [(root, mine)], [], sizes, n) if gathering else
-                 Direct([(root, mine, 0)], [], [mine], sizes, n))
+        return _kept(key, lambda: Direct([(j, c[j], j) for j in others], [], c, sizes, n,
+                                         sig=sig)
+                     if gathering else Direct([], [(j, c[j]) for j in others], [], sizes, n,
+                                              sig=sig))
+    return _kept(key, lambda: Direct([], [(root, mine)], [], sizes, n, sig=sig)
+                 if gathering else Direct([(root, mine, 0)], [], [mine], sizes, n, sig=sig))
 
 
 def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any,
@@ -64,7 +68,8 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any,
             area, displs = _area(lay), kept[0][1] if lay[7] else _displs(lay)
         if entry is None and keeps(pg):
             d = plan(pg, root, gathering, arr.size, counts,
-                     rooted_sizes(op, pg, root, gathering, arr.size, counts))
+                     rooted_sizes(op, pg, root, gathering, arr.size, counts),
+                     signature(op, arr.dtype))
             if not d.big:
                 bufs = _rooted_bufs(d, gathering, span(arr, gathering), dt, area, displs)
                 reqs = d.prepare(pg.direct, bufs)
@@ -80,7 +85,7 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any,
         sizes = rooted_sizes(op, pg, root, gathering, arr.size, counts)
     if lay is not None:
         args = _rooted_args(gathering, arr, dt, area, kept, root)
-    d = plan(pg, root, gathering, arr.size, counts, sizes)
+    d = plan(pg, root, gathering, arr.size, counts, sizes, signature(op, arr.dtype))
     return issue(op, pg, d, args, _rooted_bufs(d, gathering, arr, dt, area, displs), copy,
                  finalize, async_op, outputs, keep, sig, depth)
 

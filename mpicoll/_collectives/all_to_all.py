@@ -16,6 +16,7 @@ from ._call import exchange_key, issue, quick, quick_exchange, quick_then_copy
 from ._large import INT_MAX
 from ._layout import area, displs, layout, lists_apart
 from ._own_block import alltoallv_args, own_block_copy, own_blocks, own_copy, then
+from ._signature import signature
 from ._sizes import exchange as exchange_sizes
 from ._table import Table
 
@@ -221,7 +222,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
     sig = lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts}  # noqa: E731
     if _direct.chosen(pg):
         me, dt = pg._rank, mpi_datatype(send.dtype)
-        d = _direct.plan(pg, scounts, rcounts, sizes)
+        d = _direct.plan(pg, scounts, rcounts, sizes, signature(name, send.dtype))
         sd, rd = _pack.displs(scounts), _pack.displs(rcounts)
         if ins[0].dtype in PLAIN:
             _QUICK_LISTS[(send.dtype, n, me, *scounts, None, *rcounts)] = (

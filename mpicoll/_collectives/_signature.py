@@ -1,0 +1,65 @@
+"""[3] What the tag of a direct message says of its call besides its count: which
+collective, which dtype, which reduce op, so that two ranks whose calls differ in any of
+them raise instead of exchanging (issue 52).
+
+The messages of a direct call (:mod:`._messages`) are received with any tag, and each
+carries its count in its tag; the low :data:`BITS` bits of that tag carry this
+signature, the same on every rank making the same call. A receiver compares the whole
+tag with the one it expects (in the compiled core, or in :meth:`.Direct.check`), so the
+check costs nothing a call did not already pay: no extra message, no extra compare. Where
+an MPI's tags are too few for both (``MPI_TAG_UB`` below 2**20), the tags carry counts
+only, as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._tags import tag_ub
+
+# 4 bits of collective, 5 of dtype, 4 of reduce op
+KIND_BITS, DTYPE_BITS, OP_BITS = 4, 5, 4
+FULL = KIND_BITS + DTYPE_BITS + OP_BITS
+
+_KINDS = ("", "all_to_all_single", "all_to_all", "all_gather_into_tensor", "all_gather",
+          "reduce_scatter_tensor", "reduce_scatter", "gather", "scatter",
+          "all_gather_coalesced", "all_reduce")
+_DTYPES = ("", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+           "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
+           "float8_e4m3fn", "float8_e5m2", "longdouble", "clongdouble")
+_OPS = ("", "SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "AVG", "PREMUL_SUM")
+_KIND = {k: i for i, k in enumerate(_KINDS)}
+_DTYPE = {d: i for i, d in enumerate(_DTYPES)}
+_OP = {o: i for i, o in enumerate(_OPS)}
+
+
+def bits() -> int:
+    """How many low bits of a direct message's tag carry the signature (0: none)."""
+    return FULL if tag_ub() >= 1 << 20 else 0
+
+
+def signature(op: str, dtype: Any, reduce_op: str | None = None) -> int:
+    """The signature of collective ``op`` on elements of numpy ``dtype`` (with
+    ``reduce_op``'s name, where it reduces); 0 where the tags carry none."""
+    if not bits():
+        return 0
+    kind = _KIND.get(op, 0)
+    dt = _DTYPE.get(getattr(dtype, "name", str(dtype)), 0)
+    rop = _OP.get(reduce_op or "", len(_OPS)) if reduce_op else 0
+    return kind | dt << KIND_BITS | (rop & 15) << (KIND_BITS + DTYPE_BITS)
+
+
+def differs(mine: int, theirs: int) -> list[str]:
+    """What differs between two signatures, each part as "what: theirs against mine"."""
+    said = []
+    for what, shift, width, names in (("collective", 0, KIND_BITS, _KINDS),
+                                      ("dtype", KIND_BITS, DTYPE_BITS, _DTYPES),
+                                      ("reduce op", KIND_BITS + DTYPE_BITS, OP_BITS, _OPS)):
+        a, b = (mine >> shift) & ((1 << width) - 1), (theirs >> shift) & ((1 << width) - 1)
+        if a != b:
+            said.append(f"{what}: {_name(names, b)!r} there, {_name(names, a)!r} here")
+    return said
+
+
+def _name(names: tuple[str, ...], code: int) -> str:
+    return names[code] if 0 < code < len(names) else "another"

@@ -1,0 +1,107 @@
+"""Calls that differ across ranks in dtype, reduce op or collective, on the default path
+(no MPICOLL_CHECK), where their data travels as direct messages (groups of 2 to 8
+ranks): each message's tag carries the call's signature beside its count
+(mpicoll/_collectives/_signature.py), so every rank that receives from a rank whose call
+differs raises SignatureMismatch naming the collective and what differs, never a wrong
+result. Rank 0 makes the other call; the counts agree, so only the signature can tell.
+Each mistake is made twice, blocking and async: the second call takes the quick path
+(on the compiled core where it is in use)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mpicoll as dist
+from mpicoll._collectives import _direct, _signature
+from mpicoll.errors import SignatureMismatch
+
+SENTINEL = -7
+
+
+@pytest.fixture(autouse=True)
+def _direct_only(size):
+    if not 1 < size <= _direct.MAX_RANKS:
+        pytest.skip("direct messages need a group of 2 to 8 ranks")
+    if not _signature.bits():
+        pytest.skip("this MPI's tags are too few to carry a signature")
+
+
+def _every_rank_raises(call, *match):
+    for _ in range(2):
+        with pytest.raises(SignatureMismatch) as e:
+            call()
+        for m in match:
+            assert m in str(e.value), str(e.value)
+
+
+def _waited(work):
+    if work is not None:
+        work.wait()
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+def test_all_to_all_single_of_another_dtype(rank, size, async_op):
+    dt = np.float32 if rank == 0 else np.float64  # (4 elements a peer: whole elements)
+    out = np.full(4 * size, SENTINEL, dt)
+    other = ("'float64' there, 'float32' here" if rank == 0 else
+             "'float32' there, 'float64' here")
+    _every_rank_raises(lambda: _waited(dist.all_to_all_single(
+        out, np.ones(4 * size, dt), async_op=async_op)), "all_to_all_single", "dtype", other)
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+def test_all_gather_into_tensor_of_another_dtype(rank, size, async_op):
+    dt = np.int32 if rank == 0 else np.float32  # (same itemsize: bits reinterpreted before)
+    out = np.full(4 * size, SENTINEL, dt)
+    _every_rank_raises(lambda: _waited(dist.all_gather_into_tensor(
+        out, np.ones(4, dt), async_op=async_op)), "all_gather_into_tensor", "dtype")
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+def test_reduce_scatter_tensor_avg_against_sum(rank, size, async_op):
+    op = dist.ReduceOp.AVG if rank == 0 else dist.ReduceOp.SUM
+    out = np.full(3, SENTINEL, np.float64)
+    _every_rank_raises(lambda: _waited(dist.reduce_scatter_tensor(
+        out, np.ones(3 * size), op=op, async_op=async_op)),
+        "reduce_scatter_tensor", "reduce op")
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+def test_two_collectives_at_the_same_point(rank, size, async_op):
+    # all_to_all_single of 2 elements a peer, against all_gather_into_tensor of 2: the
+    # same messages, counts and dtype; before, each returned the other's data silently
+    out = np.full(2 * size, SENTINEL, np.float64)
+    if rank == 0:
+        call = lambda: _waited(dist.all_to_all_single(  # noqa: E731
+            out, np.ones(2 * size), async_op=async_op))
+    else:
+        call = lambda: _waited(dist.all_gather_into_tensor(  # noqa: E731
+            out, np.ones(2), async_op=async_op))
+    _every_rank_raises(call, "collective", "'all_to_all_single'", "'all_gather_into_tensor'")
+
+
+def test_gather_of_another_dtype_raises_on_the_root(rank, size):
+    dt = np.float32 if rank == 0 else np.float64
+    x = np.ones(2, dt)
+    gl = [np.zeros(2, dt) for _ in range(size)] if rank == 0 else None
+    if rank == 0:  # (the root receives from every rank; the others only send)
+        _every_rank_raises(lambda: dist.gather(x, gl, dst=0), "gather", "dtype")
+    else:
+        for _ in range(2):
+            dist.gather(x, gl, dst=0)
+
+
+def test_the_same_calls_still_agree(rank, size):
+    # a signature of every dtype and op the tags carry: calls that agree never raise
+    for dt in (np.float32, np.float64, np.int64, np.complex64, np.uint8, np.bool_):
+        out = np.zeros(2 * size, dt)
+        inp = (np.arange(2 * size) % 2).astype(dt)
+        dist.all_to_all_single(out, inp)
+        np.testing.assert_array_equal(out, np.tile(inp[2 * rank:2 * rank + 2], size))
+    for op in ("SUM", "MAX", "MIN", "PRODUCT", "AVG"):
+        out = np.zeros(2)
+        dist.reduce_scatter_tensor(out, np.full(2 * size, 2.0), op=getattr(dist.ReduceOp, op))
+        want = {"SUM": 2.0 * size, "MAX": 2.0, "MIN": 2.0, "PRODUCT": 2.0 ** size,
+                "AVG": 2.0}[op]
+        np.testing.assert_array_equal(out, [want, want])
