@@ -274,27 +274,31 @@ static int own_copy(PyObject *copy) {
     return PyObject_SetItem(dst, Py_Ellipsis, src);
 }
 
-/* startwait(op, group, seq, reqs, statuses, tags, capped, copy, meta, spin, keep):
- * a blocking call of messages kept as persistent requests (mpicoll/_collectives/
+/* startwait(op, group, seq, reqs, statuses, tags, lengths, datatype, copy, meta, spin,
+ * keep): a blocking call of messages kept as persistent requests (mpicoll/_collectives/
  * _messages.py, issue): start them all, copy this rank's own block, test them, test
  * again up to `spin` times, then the watched wait (MPI_Waitall with the GIL released);
  * their statuses are written into `statuses` (mpi4py Status objects). Returns None
- * where each receive's tag is the count in `tags` (and none is `capped`: a count a tag
- * cannot hold); else the record's id (-1: not recorded), for the caller to compare the
- * counts (and mark the record failed: failed()). */
+ * where each receive's tag is the one in `tags` (its count and the call's signature)
+ * and each receive in `lengths` ((index, count) of those whose count a tag cannot hold)
+ * brought that many elements of `datatype`; else the record's id (-1: not recorded),
+ * for the caller to compare the counts (and mark the record failed: failed()). */
 #define FEW 32
 static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 11) {
-        PyErr_SetString(PyExc_TypeError, "startwait takes 11 arguments");
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "startwait takes 12 arguments");
         return NULL;
     }
     PyObject *op = args[0], *group = args[1], *seqobj = args[2], *reqlist = args[3];
-    PyObject *stlist = args[4], *tags = args[5], *copy = args[7], *meta = args[8];
+    PyObject *stlist = args[4], *tags = args[5], *lengths = args[6], *copy = args[8];
+    PyObject *meta = args[9], *keep = args[11];
+    MPI_Datatype *dt = PyMPIDatatype_Get(args[7]);
+    if (dt == NULL) return NULL;
     long long seq = PyLong_AsLongLong(seqobj);
-    long spin = PyLong_AsLong(args[9]);
-    int capped = PyObject_IsTrue(args[6]);
-    if (PyErr_Occurred() || capped < 0) return NULL;
+    long spin = PyLong_AsLong(args[10]);
+    if (PyErr_Occurred()) return NULL;
     if (!PyList_Check(reqlist) || !PyList_Check(stlist) || !PyTuple_Check(tags) ||
+        !PyTuple_Check(lengths) ||
         PyList_GET_SIZE(stlist) != PyList_GET_SIZE(reqlist) ||
         PyTuple_GET_SIZE(tags) > PyList_GET_SIZE(reqlist) ||
         (copy != Py_None && (!PyTuple_Check(copy) || PyTuple_GET_SIZE(copy) != 2))) {
@@ -341,7 +345,7 @@ static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nar
             err = MPI_Testall((int)n, reqs, &flag, sts);
         if (err == MPI_SUCCESS && !flag) {
             PyObject *token =
-                PyObject_CallFunctionObjArgs(on_block, op, group, seqobj, args[10], NULL);
+                PyObject_CallFunctionObjArgs(on_block, op, group, seqobj, keep, NULL);
             if (token == NULL) PyErr_Clear(); /* (the wait goes on, unwatched) */
             Py_BEGIN_ALLOW_THREADS
             err = MPI_Waitall((int)n, reqs, sts);
@@ -370,10 +374,18 @@ static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nar
         raise_mpi(err);
         goto out;
     }
-    int same = !capped;
+    int same = 1;
     for (Py_ssize_t k = 0; same && k < ntags; k++) {
         long want = PyLong_AsLong(PyTuple_GET_ITEM(tags, k));
         same = sts[k].MPI_TAG == want;
+    }
+    for (Py_ssize_t i = 0; same && i < PyTuple_GET_SIZE(lengths); i++) {
+        PyObject *kc = PyTuple_GET_ITEM(lengths, i); /* (index, count) */
+        Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(kc, 0));
+        long long want = PyLong_AsLongLong(PyTuple_GET_ITEM(kc, 1));
+        int got = 0; /* (kept messages' counts fit an int: Direct.big ones are posted) */
+        if (k < 0 || k >= n) break;
+        same = MPI_Get_count(&sts[k], *dt, &got) == MPI_SUCCESS && got == want;
     }
     if (PyErr_Occurred()) goto out;
     if (same) result = Py_NewRef(Py_None);
@@ -457,7 +469,8 @@ static PyMethodDef methods[] = {
      "call(kind, op, comm, array, datatype, extra, group, seq, spin): one collective, "
      "blocking (ALLREDUCE in place, extra its Op; BCAST, extra its root)"},
     {"startwait", (PyCFunction)(void (*)(void))startwait, METH_FASTCALL,
-     "startwait(op, group, seq, reqs, statuses, tags, capped, copy, meta, spin, keep): "
+     "startwait(op, group, seq, reqs, statuses, tags, lengths, datatype, copy, meta, spin, "
+     "keep): "
      "kept messages started and waited for, blocking"},
     {"failed", failed, METH_O, "failed(id): mark a record failed"},
     {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},

@@ -40,8 +40,8 @@ class Direct:
     ``MPICOLL_CHECK=0``). ``counts``: an exchange's (send, receive) counts of every
     rank, for its arguments."""
 
-    __slots__ = ("base", "big", "bits", "capped", "cmax", "counts", "recvs", "sends", "sig",
-                 "sizes", "tags", "zeros")
+    __slots__ = ("base", "big", "bits", "capped", "cmax", "counts", "lengths", "recvs",
+                 "sends", "sig", "sizes", "tags", "zeros")
 
     def __init__(self, recvs: list[tuple[int, int, int]], sends: list[tuple[int, int]],
                  base: list[int], sizes: Sizes | None, n: int,
@@ -58,8 +58,9 @@ class Direct:
         self.recvs = recvs
         self.sends = [(j, c, tag(c)) for j, c in sends]
         self.tags = tuple(tag(c) for _, c, _ in recvs)  # what each receive's tag must be
-        # (a count a tag cannot hold: its length compared)
-        self.capped = any(c >= cmax for _, c, _ in recvs)
+        # (a count a tag cannot hold: its length compared; (index, count) of those receives)
+        self.lengths = tuple((k, c) for k, (_, c, _) in enumerate(recvs) if c >= cmax)
+        self.capped = bool(self.lengths)
         self.base, self.sizes, self.counts = base, sizes, counts
         self.zeros = [0] * n  # (displacements of a lone tensor, to every peer)
         # a count above INT_MAX on MPI-3: one element of a type that holds them all (_large)
@@ -244,7 +245,7 @@ def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tup
         copy[0][copy[1]] = copy[2]
         copy = None
     try:
-        differs = core.startwait(op, group, seq, reqs, sts, direct.tags, direct.capped,
+        differs = core.startwait(op, group, seq, reqs, sts, direct.tags, direct.lengths, dt,
                                  None if copy is None else (copy[0], copy[2]),
                                  kept(args, sts) if recording() else None,
                                  len(_polling.spin), args)
