@@ -21,6 +21,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <structmember.h>
 #include <mpi.h>
 #include <time.h>
 
@@ -274,36 +275,66 @@ static int own_copy(PyObject *copy) {
     return PyObject_SetItem(dst, Py_Ellipsis, src);
 }
 
+/* An all_reduce of messages (mpicoll/_collectives/_all_reduce_direct.py): fold =
+ * (op, rank, buffer, scratch), the scratch holding each peer's block at its rank's place.
+ * The blocks are reduced in rank order, x0 op x1 op ... op x(n-1), the same sequence of
+ * MPI_Reduce_local calls on every rank (the accumulator in the scratch's block 0 where
+ * this rank is not 0), so every rank's result is the same, bit for bit. Returns an MPI
+ * error code, or -1 with a Python exception set. */
+static int reduce_in_rank_order(PyObject *fold, MPI_Datatype dt) {
+    MPI_Op *op = PyMPIOp_Get(PyTuple_GET_ITEM(fold, 0));
+    long me = PyLong_AsLong(PyTuple_GET_ITEM(fold, 1));
+    if (op == NULL || PyErr_Occurred()) return -1;
+    Py_buffer b, s;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(fold, 2), &b, PyBUF_WRITABLE) < 0) return -1;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(fold, 3), &s, PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&b);
+        return -1;
+    }
+    int size = 0, err = MPI_SUCCESS;
+    MPI_Type_size(dt, &size);
+    Py_ssize_t n = b.len > 0 ? s.len / b.len : 0;
+    int count = size > 0 ? (int)(b.len / size) : 0;
+    char *acc = me == 0 ? (char *)b.buf : (char *)s.buf;
+    for (Py_ssize_t j = 1; j < n && err == MPI_SUCCESS; j++) {
+        void *src = j == me ? b.buf : (char *)s.buf + j * b.len;
+        err = MPI_Reduce_local(src, acc, count, dt, *op); /* acc = src op acc */
+    }
+    if (err == MPI_SUCCESS && me != 0) memcpy(b.buf, s.buf, (size_t)b.len);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&b);
+    return err;
+}
+
 /* startwait(op, group, seq, reqs, statuses, tags, lengths, datatype, copy, meta, spin,
- * keep): a blocking call of messages kept as persistent requests (mpicoll/_collectives/
+ * keep, fold): a blocking call of messages kept as persistent requests (mpicoll/_collectives/
  * _messages.py, issue): start them all, copy this rank's own block, test them, test
  * again up to `spin` times, then the watched wait (MPI_Waitall with the GIL released);
  * their statuses are written into `statuses` (mpi4py Status objects). Returns None
  * where each receive's tag is the one in `tags` (its count and the call's signature)
  * and each receive in `lengths` ((index, count) of those whose count a tag cannot hold)
- * brought that many elements of `datatype`; else the record's id (-1: not recorded),
- * for the caller to compare the counts (and mark the record failed: failed()). */
+ * brought that many elements of `datatype`, the blocks then reduced where `fold` says
+ * (reduce_in_rank_order); else the record's id (-1: not recorded), for the caller to
+ * compare the counts (and mark the record failed: failed()). */
 #define FEW 32
-static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "startwait takes 12 arguments");
-        return NULL;
-    }
-    PyObject *op = args[0], *group = args[1], *seqobj = args[2], *reqlist = args[3];
-    PyObject *stlist = args[4], *tags = args[5], *lengths = args[6], *copy = args[8];
-    PyObject *meta = args[9], *keep = args[11];
-    MPI_Datatype *dt = PyMPIDatatype_Get(args[7]);
-    if (dt == NULL) return NULL;
+/* The messages of one call: start, own block, tests, watched wait, statuses written
+ * back, tags and lengths compared, the blocks folded where `fold` is not None. Returns
+ * None (done), the record's id (a tag or length differs), or NULL (an exception). */
+static PyObject *messages(PyObject *op, PyObject *group, PyObject *seqobj,
+                          PyObject *reqlist, PyObject *stlist, PyObject *tags,
+                          PyObject *lengths, MPI_Datatype dt, PyObject *copy,
+                          PyObject *meta, long spin, PyObject *keep, PyObject *fold) {
     long long seq = PyLong_AsLongLong(seqobj);
-    long spin = PyLong_AsLong(args[10]);
     if (PyErr_Occurred()) return NULL;
     if (!PyList_Check(reqlist) || !PyList_Check(stlist) || !PyTuple_Check(tags) ||
         !PyTuple_Check(lengths) ||
         PyList_GET_SIZE(stlist) != PyList_GET_SIZE(reqlist) ||
         PyTuple_GET_SIZE(tags) > PyList_GET_SIZE(reqlist) ||
-        (copy != Py_None && (!PyTuple_Check(copy) || PyTuple_GET_SIZE(copy) != 2))) {
-        PyErr_SetString(PyExc_TypeError, "startwait: lists of requests and statuses, a "
-                                         "tuple of tags, copy None or (destination, source)");
+        (copy != Py_None && (!PyTuple_Check(copy) || PyTuple_GET_SIZE(copy) != 2)) ||
+        (fold != Py_None && (!PyTuple_Check(fold) || PyTuple_GET_SIZE(fold) != 4))) {
+        PyErr_SetString(PyExc_TypeError, "lists of requests and statuses, a tuple of tags, "
+                                         "copy None or (destination, source), fold None or "
+                                         "(op, rank, buffer, scratch)");
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(reqlist), ntags = PyTuple_GET_SIZE(tags);
@@ -385,9 +416,14 @@ static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nar
         long long want = PyLong_AsLongLong(PyTuple_GET_ITEM(kc, 1));
         int got = 0; /* (kept messages' counts fit an int: Direct.big ones are posted) */
         if (k < 0 || k >= n) break;
-        same = MPI_Get_count(&sts[k], *dt, &got) == MPI_SUCCESS && got == want;
+        same = MPI_Get_count(&sts[k], dt, &got) == MPI_SUCCESS && got == want;
     }
     if (PyErr_Occurred()) goto out;
+    if (same && fold != Py_None && (err = reduce_in_rank_order(fold, dt)) != MPI_SUCCESS) {
+        if (r != NULL) r->state = FAILED;
+        if (!PyErr_Occurred()) raise_mpi(err);
+        goto out;
+    }
     if (same) result = Py_NewRef(Py_None);
     else result = r != NULL ? Py_NewRef(r->id) : PyLong_FromLong(-1);
 out:
@@ -395,6 +431,195 @@ out:
         PyMem_Free(reqs);
         PyMem_Free(sts);
     }
+    return result;
+}
+
+static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "startwait takes 13 arguments");
+        return NULL;
+    }
+    MPI_Datatype *dt = PyMPIDatatype_Get(args[7]);
+    long spin = PyLong_AsLong(args[10]);
+    if (dt == NULL || PyErr_Occurred()) return NULL;
+    return messages(args[0], args[1], args[2], args[3], args[4], args[5], args[6], *dt,
+                    args[8], args[9], spin, args[11], args[12]);
+}
+
+/* Plan: a repeated call's messages, kept by its group (ProcessGroup.kept) under a key
+ * that says where its memory lies, made once by the Python side (mpicoll/_collectives/
+ * _all_reduce_direct.py) and run here by run_array() without a return to Python.
+ * Its fields have names; plan[0], plan[1], plan[2] are its quick entry, requests and
+ * statuses, as the Python path's kept entries' are (_direct.take, free, destroy). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *hit;      /* the quick path's entry it was made for (its key's id) */
+    PyObject *reqs;     /* list of mpi4py persistent requests */
+    PyObject *statuses; /* list of mpi4py Status, one a request */
+    PyObject *direct;   /* the Direct: tags, lengths, the counts' check */
+    PyObject *tags, *lengths; /* direct.tags, direct.lengths */
+    PyObject *datatype; /* mpi4py Datatype of the messages */
+    PyObject *copy;     /* None or (destination, source): this rank's own block */
+    PyObject *meta;     /* what the flight recorder keeps of the call */
+    PyObject *fold;     /* None or (op, rank, buffer, scratch): an all_reduce's reduction */
+    PyObject *args;     /* the MPI call it stands for (errors, the watchdog) */
+    MPI_Datatype dt;
+} Plan;
+
+static PyMemberDef plan_members[] = {
+    {"hit", T_OBJECT_EX, offsetof(Plan, hit), READONLY, "the quick entry it was made for"},
+    {"reqs", T_OBJECT_EX, offsetof(Plan, reqs), READONLY, "persistent requests"},
+    {"statuses", T_OBJECT_EX, offsetof(Plan, statuses), READONLY, "their statuses"},
+    {"direct", T_OBJECT_EX, offsetof(Plan, direct), READONLY, "the messages' Direct"},
+    {"datatype", T_OBJECT_EX, offsetof(Plan, datatype), READONLY, "MPI datatype"},
+    {"copy", T_OBJECT_EX, offsetof(Plan, copy), READONLY, "own block (dst, src) or None"},
+    {"meta", T_OBJECT_EX, offsetof(Plan, meta), READONLY, "the recorder's"},
+    {"fold", T_OBJECT_EX, offsetof(Plan, fold), READONLY, "reduction, or None"},
+    {"args", T_OBJECT_EX, offsetof(Plan, args), READONLY, "the MPI call's arguments"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static void plan_dealloc(Plan *p) {
+    Py_XDECREF(p->hit);
+    Py_XDECREF(p->reqs);
+    Py_XDECREF(p->statuses);
+    Py_XDECREF(p->direct);
+    Py_XDECREF(p->tags);
+    Py_XDECREF(p->lengths);
+    Py_XDECREF(p->datatype);
+    Py_XDECREF(p->copy);
+    Py_XDECREF(p->meta);
+    Py_XDECREF(p->fold);
+    Py_XDECREF(p->args);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static PyObject *plan_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    static char *names[] = {"hit", "reqs", "statuses", "direct", "datatype", "copy", "meta",
+                            "fold", "args", NULL};
+    PyObject *v[9];
+    if (!PyArg_ParseTupleAndKeywords(a, kw, "$OOOOOOOOO:Plan", names, &v[0], &v[1], &v[2],
+                                     &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]))
+        return NULL;
+    MPI_Datatype *dt = PyMPIDatatype_Get(v[4]);
+    if (dt == NULL) return NULL;
+    if (!PyList_Check(v[1]) || !PyList_Check(v[2])) {
+        PyErr_SetString(PyExc_TypeError, "Plan: reqs and statuses are lists");
+        return NULL;
+    }
+    PyObject *tags = PyObject_GetAttrString(v[3], "tags");
+    PyObject *lengths = tags ? PyObject_GetAttrString(v[3], "lengths") : NULL;
+    if (lengths == NULL || !PyTuple_Check(tags) || !PyTuple_Check(lengths)) {
+        Py_XDECREF(tags);
+        Py_XDECREF(lengths);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "Plan: direct.tags, .lengths are tuples");
+        return NULL;
+    }
+    Plan *p = (Plan *)type->tp_alloc(type, 0);
+    if (p == NULL) {
+        Py_DECREF(tags);
+        Py_DECREF(lengths);
+        return NULL;
+    }
+    PyObject **slots[9] = {&p->hit, &p->reqs, &p->statuses, &p->direct, &p->datatype,
+                           &p->copy, &p->meta, &p->fold, &p->args};
+    for (int i = 0; i < 9; i++) *slots[i] = Py_NewRef(v[i]);
+    p->tags = tags;
+    p->lengths = lengths;
+    p->dt = *dt;
+    return (PyObject *)p;
+}
+
+static Py_ssize_t plan_len(PyObject *self) {
+    (void)self;
+    return 3;
+}
+
+static PyObject *plan_item(PyObject *self, Py_ssize_t i) {
+    Plan *p = (Plan *)self;
+    if (i == 0) return Py_NewRef(p->hit);
+    if (i == 1) return Py_NewRef(p->reqs);
+    if (i == 2) return Py_NewRef(p->statuses);
+    PyErr_SetString(PyExc_IndexError, "Plan index out of range (0: hit, 1: reqs, 2: statuses)");
+    return NULL;
+}
+
+static PySequenceMethods plan_sequence = {.sq_length = plan_len, .sq_item = plan_item};
+
+static PyTypeObject PlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mpicoll._core.Plan",
+    .tp_basicsize = sizeof(Plan),
+    .tp_dealloc = (destructor)plan_dealloc,
+    .tp_as_sequence = &plan_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A repeated call's kept messages, run by the compiled core",
+    .tp_members = plan_members,
+    .tp_new = plan_new,
+};
+
+static PyObject *str_missed = NULL;
+
+/* run_array(op, group, seq, kept, hit, array, spin, keep): the plan `kept` holds for a
+ * call of quick entry `hit` on `array` (key: (id(hit), address, length in bytes)), run:
+ * taken out while it runs, put back as the newest. Returns False where there is none
+ * (the caller makes one), None when done, or the record's id where a tag or length
+ * differs (the caller compares: Direct.check); raises an MPI error as MPI gave it (the
+ * plan put back, for the caller to settle). */
+static PyObject *run_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "run_array takes 8 arguments");
+        return NULL;
+    }
+    PyObject *kept = args[3], *hit = args[4];
+    if (!PyDict_Check(kept)) {
+        PyErr_SetString(PyExc_TypeError, "run_array: kept is a dict");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[5], &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *key = Py_BuildValue("(NNn)", PyLong_FromVoidPtr(hit),
+                                  PyLong_FromVoidPtr(view.buf), view.len);
+    PyBuffer_Release(&view);
+    if (key == NULL) return NULL;
+    PyObject *found = PyDict_GetItemWithError(kept, key); /* borrowed */
+    if (found == NULL || Py_TYPE(found) != &PlanType || ((Plan *)found)->hit != hit) {
+        Py_DECREF(key);
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_FALSE;
+    }
+    Plan *p = (Plan *)Py_NewRef(found);
+    PyObject *result = NULL;
+    if (PyDict_DelItem(kept, key) < 0) goto out; /* (taken out while in use) */
+    PyObject *missed = PyObject_GetAttr(args[1], str_missed);
+    if (missed == NULL) goto back;
+    long some = PyLong_AsLong(missed);
+    Py_DECREF(missed);
+    if (some == -1 && PyErr_Occurred()) goto back;
+    if (some > 0) { /* a call that found its messages: one miss less (_direct.take) */
+        PyObject *less = PyLong_FromLong(some - 1);
+        int bad = less == NULL || PyObject_SetAttr(args[1], str_missed, less) < 0;
+        Py_XDECREF(less);
+        if (bad) goto back;
+    }
+    long spin = PyLong_AsLong(args[6]);
+    if (spin == -1 && PyErr_Occurred()) goto back;
+    result = messages(args[0], args[1], args[2], p->reqs, p->statuses, p->tags, p->lengths,
+                      p->dt, p->copy, p->meta, spin, args[7], p->fold);
+back: { /* put back as the newest, unless another thread's took its place meanwhile */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        int there = PyDict_Contains(kept, key);
+        if (there == 0) PyDict_SetItem(kept, key, (PyObject *)p);
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
+out:
+    Py_DECREF(key);
+    Py_DECREF(p);
     return result;
 }
 
@@ -470,9 +695,12 @@ static PyMethodDef methods[] = {
      "blocking (ALLREDUCE in place, extra its Op; BCAST, extra its root)"},
     {"startwait", (PyCFunction)(void (*)(void))startwait, METH_FASTCALL,
      "startwait(op, group, seq, reqs, statuses, tags, lengths, datatype, copy, meta, spin, "
-     "keep): "
+     "keep, fold): "
      "kept messages started and waited for, blocking"},
     {"failed", failed, METH_O, "failed(id): mark a record failed"},
+    {"run_array", (PyCFunction)(void (*)(void))run_array, METH_FASTCALL,
+     "run_array(op, group, seq, kept, hit, array, spin, keep): the kept plan of a call on "
+     "array run; False where there is none"},
     {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},
     {"configure", configure, METH_VARARGS, "what the Python side gives the core"},
     {NULL, NULL, 0, NULL},
@@ -485,8 +713,15 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     if (import_mpi4py() < 0) return NULL;
+    if (PyType_Ready(&PlanType) < 0) return NULL;
+    str_missed = PyUnicode_InternFromString("missed");
+    if (str_missed == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     if (PyModule_AddStringConstant(m, "FAMILY", CORE_FAMILY) < 0 ||
         PyModule_AddIntConstant(m, "MPI_VERSION", MPI_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "MPI_SUBVERSION", MPI_SUBVERSION) < 0 ||

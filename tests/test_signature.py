@@ -105,3 +105,47 @@ def test_the_same_calls_still_agree(rank, size):
         want = {"SUM": 2.0 * size, "MAX": 2.0, "MIN": 2.0, "PRODUCT": 2.0 ** size,
                 "AVG": 2.0}[op]
         np.testing.assert_array_equal(out, [want, want])
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+def test_all_reduce_of_another_dtype(rank, size, async_op):
+    # numpy's float64 against torch's float32: the first thing to go wrong in a
+    # cross-framework job (issue 52: before, garbage on every rank, exit 0)
+    dt = np.float32 if rank == 0 else np.float64
+    x = np.ones(4, dt)
+    _every_rank_raises(lambda: _waited(dist.all_reduce(x, async_op=async_op)),
+                       "all_reduce", "dtype")
+
+
+def test_all_reduce_async_on_one_rank_only(rank, size):
+    dt = np.float32 if rank == 0 else np.float64
+    x = np.ones(4, dt)
+    _every_rank_raises(lambda: _waited(dist.all_reduce(x, async_op=rank == 1)),
+                       "all_reduce", "dtype")
+
+
+@pytest.mark.parametrize("op", ["MAX", "AVG"])
+def test_all_reduce_with_another_reduce_op(rank, size, op):
+    other = getattr(dist.ReduceOp, op) if rank == 0 else dist.ReduceOp.SUM
+    x = np.ones(3)
+    _every_rank_raises(lambda: dist.all_reduce(x, op=other), "all_reduce", "reduce op",
+                       f"'{op}'")
+
+
+def test_all_reduce_results_are_the_same_bits_on_every_rank(rank, size):
+    # reduced in rank order on every rank: x0 + x1 + ... in float32, which a sum in
+    # another order would round differently; the same bits everywhere, and numpy's
+    # sequential sum of the same blocks
+    rng = np.random.default_rng(7)
+    blocks = (rng.standard_normal((size, 300)) * 10.0 ** rng.integers(-3, 4, (size, 300))
+              ).astype(np.float32)
+    want = blocks[0].copy()
+    for j in range(1, size):
+        want += blocks[j]
+    for _ in range(3):  # the general path, then kept messages (in the core where in use)
+        x = blocks[rank].copy()
+        dist.all_reduce(x)
+        np.testing.assert_array_equal(x, want)
+        everyone = np.empty((size, 300), np.float32)
+        dist.all_gather_into_tensor(everyone, x)
+        assert all((everyone[j].view(np.int32) == x.view(np.int32)).all() for j in range(size))

@@ -137,7 +137,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
           copy: tuple | None, finalize: Callable[[], Any] | None = None,
           async_op: bool = False, outputs: list[Any] | None = None, keep: Any = None,
           sig: Callable[[], dict[str, Any]] | None = None, depth: int = 3,
-          started: tuple | None = None) -> Work | None:
+          started: tuple | None = None, fold: tuple | None = None) -> Work | None:
     """:func:`._call.issue` of a direct call: post ``direct``'s messages over ``bufs``
     (:meth:`Direct.post`; ``args``: the MPI collective's arguments it stands for, for
     the flight recorder and errors), copy this rank's own block (``copy`` =
@@ -147,7 +147,9 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
     ``started``: a kept entry (its key's part, the persistent requests of these
     messages, their statuses, ...: :func:`._direct.started`), its requests started
     instead of posting (a blocking call's); freed here wherever they cannot be started
-    again (a mismatch, an MPI error, an interrupt)."""
+    again (a mismatch, an MPI error, an interrupt). ``fold``: with ``started``, where
+    ``finalize`` is an all_reduce's reduction of the blocks (:mod:`._all_reduce_direct`),
+    the same reduction as the compiled core makes it: (MPI op, rank, buffer, scratch)."""
     seq = group.seq = group.seq + 1
     core = (_core_loader.module or _core_loader.load()) if started is not None and not \
         async_op else None
@@ -158,7 +160,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
             verify(op, group, sig())
         if core is not None:
             return _in_core(core, op, group, seq, direct, args, bufs[4], copy, finalize,
-                            keep, started)
+                            keep, started, fold)
         rec = issued(op, group, seq, args, depth=depth,
                      owner=None if started is None else started[2])
     except BaseException:
@@ -236,10 +238,11 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
 
 def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tuple,
              dt: Any, copy: tuple | None, finalize: Callable[[], Any] | None, keep: Any,
-             started: tuple) -> None:
+             started: tuple, fold: tuple | None) -> None:
     """:func:`issue` of kept messages (``started``), blocking, in the compiled core: started,
     this rank's own block copied, waited for (watched past its tests) and recorded in C;
-    the counts the tags carry compared there, and here where one differs."""
+    the tags compared there (and here where one differs), the blocks reduced there where
+    ``fold`` says."""
     reqs, sts = started[1], started[2]
     if copy is not None and copy[1] is not Ellipsis:  # (the core copies a whole block)
         copy[0][copy[1]] = copy[2]
@@ -248,7 +251,7 @@ def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tup
         differs = core.startwait(op, group, seq, reqs, sts, direct.tags, direct.lengths, dt,
                                  None if copy is None else (copy[0], copy[2]),
                                  kept(args, sts) if recording() else None,
-                                 len(_polling.spin), args)
+                                 len(_polling.spin), args, fold)
     except MPI.Exception as e:
         _explain(direct, reqs, sts, group._rank, dt, op, group, seq, (args, keep), True)
         raise mpi_error(op, e, args) from e
@@ -262,6 +265,8 @@ def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tup
             core.failed(differs)
             free(reqs)
             raise
+    elif fold is not None:  # (reduced in the core)
+        return
     if finalize is not None:
         finalize()
 

@@ -10,7 +10,7 @@ from .._describe import mpi_error
 from .._mpi import MPI
 from .._process_group import _State, resolve
 from .._work import Work
-from . import _reduce
+from . import _all_reduce_direct, _reduce
 from ._call import issue, quick, quick_array
 from .reduce_op import ReduceOp, op_name, plan
 
@@ -40,6 +40,9 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
         a = quick_array(tensor)
         hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
         if hit is not None:
+            if _all_reduce_direct.chosen(pg, a.size):  # (messages, kept; reduced in C)
+                _all_reduce_direct.quick(name, pg, a, hit, op, keep=tensor)
+                return None
             core = _core_loader.module
             if core is not None and not _departed.left:
                 # numbered, issued, waited on (watched past its tests) and recorded in C
@@ -59,6 +62,10 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
     recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
     args = (*specs, p.mpi_op)
     fin = _reduce.finisher(p, recv, buf, pg.nranks)
-    return issue(name, pg, "Allreduce", args, fin, async_op, [tensor],
-                 sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "reduce_op": op_name(op)})
+    sig = lambda: {"dtype": buf.dtype, "numel": buf.numel,  # noqa: E731
+                   "reduce_op": op_name(op)}
+    if specs[0] is MPI.IN_PLACE and _all_reduce_direct.chosen(pg, recv.size):
+        return _all_reduce_direct.general(name, pg, recv, buf.dtype, p.mpi_op, op_name(op),
+                                          fin, async_op, [tensor], sig)
+    return issue(name, pg, "Allreduce", args, fin, async_op, [tensor], sig=sig)
 

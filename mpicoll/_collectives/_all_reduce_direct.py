@@ -1,0 +1,171 @@
+"""[2] all_reduce on a few ranks as direct messages (:mod:`._direct`): each rank sends its
+tensor to every peer and receives each peer's into a scratch array, then reduces the
+blocks in rank order.
+
+Why: at the sizes where an all_reduce costs its latency (:data:`MAX_COUNT` elements and
+below), one message each way between every pair of ranks is as fast as MPI's algorithms,
+and, restarted as persistent requests, skips what MPI's nonblocking collective costs
+(MPICH: ~1.6 us at 8 B, 2 ranks). And each message's tag carries the count and the call's
+signature (:mod:`._signature`): a rank whose dtype, reduce op, count or collective
+differs is caught by every rank that receives from it (SignatureMismatch,
+SizeMismatch), where MPI's Allreduce returned a wrong result silently.
+
+Every rank reduces the same blocks in the same order, x0 op x1 op ... op x(n-1), with the
+MPI op itself (``MPI_Reduce_local``: the op and datatype MPI's Allreduce would use), so
+every rank's result is the same, bit for bit, whichever path (Python, compiled core)
+each rank took. Whether a call goes this way depends only on what every rank's call
+agrees on (the group, the number of elements, the reduce op and dtype's plan), so
+every rank takes the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import _core_loader, _departed, _polling
+from .._adapter.dtypes import mpi_datatype
+from .._describe import mpi_error
+from .._mpi import MPI
+from .._recorder import kept, recording
+from .._work import Work
+from . import _direct
+from ._messages import Direct, _explain, free, issue
+from ._signature import signature
+from ._sizes import exchange
+
+# the largest all_reduce (in elements) made of direct messages: above it, MPI's
+# algorithms (which send less than a tensor to every peer) win. Measured (MPICH, float64,
+# core in use): at 2 ranks as fast as MPI_Iallreduce up to 4 KiB and 1.7x slower at 8
+# KiB; at 4 ranks on 2 cores faster up to 4 KiB. By elements, so that ranks whose
+# dtypes differ still take the same way (and are told so)
+MAX_COUNT = 512
+
+_fromaddress = MPI.buffer.fromaddress
+_buffer = MPI.buffer
+_Status = MPI.Status
+
+
+def chosen(pg: Any, count: int) -> bool:
+    """Whether an in-place all_reduce of ``count`` elements on ``pg`` goes direct."""
+    return pg.direct is not None and 0 < count <= MAX_COUNT
+
+
+class Fold:
+    """The reduction of an all_reduce's blocks in rank order into ``buf`` (its own block,
+    in place), each peer's block in ``scratch`` at its rank's place; what the compiled
+    core makes of :attr:`spec` (mpicoll/_core.c, reduce_in_rank_order), here with
+    mpi4py's ``Reduce_local``, call for call the same."""
+
+    __slots__ = ("buf", "dt", "me", "mpi_op", "scratch", "spec")
+
+    def __init__(self, mpi_op: Any, dt: Any, me: int, buf: Any, scratch: Any) -> None:
+        self.mpi_op, self.dt, self.me, self.buf, self.scratch = mpi_op, dt, me, buf, scratch
+        self.spec = (mpi_op, me, buf, scratch)
+
+    def __call__(self) -> None:
+        c, me = self.buf.size, self.me
+        flat = self.buf.reshape(-1)
+        acc = flat if me == 0 else self.scratch[:c]
+        for j in range(1, self.scratch.size // c):
+            src = flat if j == me else self.scratch[j * c:(j + 1) * c]
+            self.mpi_op.Reduce_local([src, self.dt], [acc, self.dt])  # acc = src op acc
+        if me != 0:
+            np.copyto(flat, acc)
+
+
+def _plan(name: str, pg: Any, count: int, dtype: Any, reduce_op: str) -> Direct:
+    counts = [count] * pg._size
+    return _direct.plan(pg, counts, counts, exchange(name, pg, counts, counts, "tensor"),
+                        signature(name, dtype, reduce_op))
+
+
+def general(name: str, pg: Any, recv: Any, dtype: Any, mpi_op: Any, reduce_op: str,
+            finalize: Callable[[], Any] | None, async_op: bool, outputs: list[Any],
+            sig: Callable[[], dict[str, Any]]) -> Work | None:
+    """all_reduce of the contiguous array ``recv`` in place (``dtype``: the caller's, for
+    the signature), then ``finalize`` (AVG's divide, rounding back, write-back)."""
+    me, n, c = pg._rank, pg._size, recv.size
+    d = _plan(name, pg, c, dtype, reduce_op)
+    dt = mpi_datatype(recv.dtype)
+    scratch = np.empty(n * c, recv.dtype)
+    fold = Fold(mpi_op, dt, me, recv, scratch)
+    rd = [j * c for j in range(n)]
+
+    def done() -> None:
+        fold()
+        if finalize is not None:
+            finalize()
+    return issue(name, pg, d, (MPI.IN_PLACE, [recv, dt], mpi_op),
+                 (recv, d.zeros, scratch, rd, dt), None, done, async_op, outputs,
+                 sig=sig, depth=4)
+
+
+def quick(name: str, pg: Any, a: Any, hit: tuple, op: Any, keep: Any = None) -> None:
+    """A blocking all_reduce of the plain array ``a`` in place, the reduction a general
+    call validated (``hit``: its MPI datatype and op), its messages kept by the group
+    (:func:`._direct.take`) by the entry and where ``a`` lies, with the scratch array the
+    peers' blocks arrive in (the memory's address range: whatever array lies there now,
+    the key fixes its size). Where the compiled core is in use, the group keeps a
+    ``Plan`` of it, which the core runs without a return here (``run_array``)."""
+    core = _core_loader.module
+    if core is not None and not _departed.left:
+        seq = pg.seq + 1
+        try:
+            res = core.run_array(name, pg, seq, pg.kept, hit, a, len(_polling.spin), keep)
+        except MPI.Exception as e:
+            pg.seq = seq
+            plan = pg.kept.pop(_key(hit, a))  # (put back by the core, for this)
+            _explain(plan.direct, plan.reqs, plan.statuses, pg._rank, plan.datatype, name, pg,
+                     seq, (plan.args, keep), True)
+            raise mpi_error(name, e, plan.args) from e
+        if res is None:
+            pg.seq = seq
+            return
+        if res is not False:  # a tag or a length differs
+            pg.seq = seq
+            plan = pg.kept[_key(hit, a)]
+            try:
+                plan.direct.check(plan.statuses, pg._rank, plan.datatype)
+            except BaseException:
+                core.failed(res)
+                free(pg.kept.pop(_key(hit, a)).reqs)
+                raise
+            Fold(plan.fold[0], plan.datatype, *plan.fold[1:])()  # (not reduced there)
+            return
+    key = _key(hit, a)
+    entry = _direct.take(pg, key, hit)
+    if entry is None:
+        me, n, c = pg._rank, pg._size, a.size
+        dt, mpi_op = hit
+        d = _plan(name, pg, c, a.dtype, op.name)
+        span = _fromaddress(key[1], a.nbytes)
+        buf = np.frombuffer(span, a.dtype)
+        scratch = np.empty(n * c, a.dtype)
+        rd = [j * c for j in range(n)]
+        bufs = (span, d.zeros, scratch, rd, dt)
+        args = (MPI.IN_PLACE, [buf, dt], mpi_op)
+        fold = Fold(mpi_op, dt, me, buf, scratch)
+        if not _direct.keeps(pg):  # (posted, as async calls are)
+            issue(name, pg, d, args, bufs, None, fold, keep=keep, depth=4)
+            return
+        reqs = d.prepare(pg.direct, bufs)
+        sts = [_Status() for _ in reqs]
+        entry = (hit, reqs, sts, d, bufs, args, fold) if core is None else core.Plan(
+            hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt, copy=None,
+            meta=kept(args) if recording() else None, fold=fold.spec, args=args)
+    if type(entry) is tuple:
+        _, _, _, d, bufs, args, fold = entry
+    else:  # (a Plan: the core's, run here this once, by the Python path's issue)
+        d, bufs, args = entry.direct, (None, None, None, None, entry.datatype), entry.args
+        fold = Fold(entry.fold[0], entry.datatype, *entry.fold[1:])
+    issue(name, pg, d, args, bufs, None, fold, keep=keep, depth=4, started=entry,
+          fold=fold.spec)
+    _direct.put_back(pg.kept, key, entry)
+
+
+def _key(hit: tuple, a: Any) -> tuple:
+    """Where a kept all_reduce's plan is: its quick entry, where ``a`` lies, its length."""
+    return id(hit), _buffer(a).address, a.nbytes
