@@ -275,19 +275,28 @@ static int own_copy(PyObject *copy) {
     return PyObject_SetItem(dst, Py_Ellipsis, src);
 }
 
-/* An all_reduce of messages (mpicoll/_collectives/_all_reduce_direct.py): fold =
- * (op, rank, buffer, scratch), the scratch holding each peer's block at its rank's place.
- * The blocks are reduced in rank order, x0 op x1 op ... op x(n-1), the same sequence of
- * MPI_Reduce_local calls on every rank (the accumulator in the scratch's block 0 where
- * this rank is not 0), so every rank's result is the same, bit for bit. Returns an MPI
- * error code, or -1 with a Python exception set. */
+/* The reduction after a call's messages. fold = (op, rank, buffer, scratch), an
+ * all_reduce's (mpicoll/_collectives/_all_reduce_direct.py): the scratch holds each
+ * peer's block at its rank's place; the blocks are reduced in rank order, x0 op x1 op
+ * ... op x(n-1), the same sequence of MPI_Reduce_local calls on every rank (the
+ * accumulator in the scratch's block 0 where this rank is not 0), so every rank's result
+ * is the same, bit for bit. fold = (op, rank, buffer, scratch, own), a reduce_scatter's
+ * (_reduce_scatter_direct.py, combine): this rank's own chunk `own` reduced with each
+ * peer's, in rank order, into `buffer`. Returns an MPI error code, or -1 with a Python
+ * exception set. */
 static int reduce_in_rank_order(PyObject *fold, MPI_Datatype dt) {
     MPI_Op *op = PyMPIOp_Get(PyTuple_GET_ITEM(fold, 0));
     long me = PyLong_AsLong(PyTuple_GET_ITEM(fold, 1));
     if (op == NULL || PyErr_Occurred()) return -1;
-    Py_buffer b, s;
+    int combine = PyTuple_GET_SIZE(fold) == 5;
+    Py_buffer b, s, o;
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(fold, 2), &b, PyBUF_WRITABLE) < 0) return -1;
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(fold, 3), &s, PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&b);
+        return -1;
+    }
+    if (combine && PyObject_GetBuffer(PyTuple_GET_ITEM(fold, 4), &o, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&s);
         PyBuffer_Release(&b);
         return -1;
     }
@@ -295,12 +304,25 @@ static int reduce_in_rank_order(PyObject *fold, MPI_Datatype dt) {
     MPI_Type_size(dt, &size);
     Py_ssize_t n = b.len > 0 ? s.len / b.len : 0;
     int count = size > 0 ? (int)(b.len / size) : 0;
-    char *acc = me == 0 ? (char *)b.buf : (char *)s.buf;
-    for (Py_ssize_t j = 1; j < n && err == MPI_SUCCESS; j++) {
-        void *src = j == me ? b.buf : (char *)s.buf + j * b.len;
-        err = MPI_Reduce_local(src, acc, count, dt, *op); /* acc = src op acc */
+    if (combine) {
+        if (o.len != b.len) {
+            PyErr_SetString(PyExc_ValueError, "fold: own chunk and output differ in length");
+            err = -1;
+        } else {
+            memmove(b.buf, o.buf, (size_t)b.len);
+            for (Py_ssize_t j = 0; j < n && err == MPI_SUCCESS; j++)
+                if (j != me)
+                    err = MPI_Reduce_local((char *)s.buf + j * b.len, b.buf, count, dt, *op);
+        }
+        PyBuffer_Release(&o);
+    } else {
+        char *acc = me == 0 ? (char *)b.buf : (char *)s.buf;
+        for (Py_ssize_t j = 1; j < n && err == MPI_SUCCESS; j++) {
+            void *src = j == me ? b.buf : (char *)s.buf + j * b.len;
+            err = MPI_Reduce_local(src, acc, count, dt, *op); /* acc = src op acc */
+        }
+        if (err == MPI_SUCCESS && me != 0) memcpy(b.buf, s.buf, (size_t)b.len);
     }
-    if (err == MPI_SUCCESS && me != 0) memcpy(b.buf, s.buf, (size_t)b.len);
     PyBuffer_Release(&s);
     PyBuffer_Release(&b);
     return err;
@@ -331,10 +353,11 @@ static PyObject *messages(PyObject *op, PyObject *group, PyObject *seqobj,
         PyList_GET_SIZE(stlist) != PyList_GET_SIZE(reqlist) ||
         PyTuple_GET_SIZE(tags) > PyList_GET_SIZE(reqlist) ||
         (copy != Py_None && (!PyTuple_Check(copy) || PyTuple_GET_SIZE(copy) != 2)) ||
-        (fold != Py_None && (!PyTuple_Check(fold) || PyTuple_GET_SIZE(fold) != 4))) {
+        (fold != Py_None && (!PyTuple_Check(fold) || PyTuple_GET_SIZE(fold) < 4 ||
+                             PyTuple_GET_SIZE(fold) > 5))) {
         PyErr_SetString(PyExc_TypeError, "lists of requests and statuses, a tuple of tags, "
                                          "copy None or (destination, source), fold None or "
-                                         "(op, rank, buffer, scratch)");
+                                         "(op, rank, buffer, scratch[, own])");
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(reqlist), ntags = PyTuple_GET_SIZE(tags);
@@ -449,7 +472,7 @@ static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 /* Plan: a repeated call's messages, kept by its group (ProcessGroup.kept) under a key
  * that says where its memory lies, made once by the Python side (mpicoll/_collectives/
- * _all_reduce_direct.py) and run here by run_array() without a return to Python.
+ * _direct.py) and run here by run() without a return to Python.
  * Its fields have names; plan[0], plan[1], plan[2] are its quick entry, requests and
  * statuses, as the Python path's kept entries' are (_direct.take, free, destroy). */
 typedef struct {
@@ -562,28 +585,39 @@ static PyTypeObject PlanType = {
 
 static PyObject *str_missed = NULL;
 
-/* run_array(op, group, seq, kept, hit, array, spin, keep): the plan `kept` holds for a
- * call of quick entry `hit` on `array` (key: (id(hit), address, length in bytes)), run:
- * taken out while it runs, put back as the newest. Returns False where there is none
- * (the caller makes one), None when done, or the record's id where a tag or length
- * differs (the caller compares: Direct.check); raises an MPI error as MPI gave it (the
- * plan put back, for the caller to settle). */
-static PyObject *run_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+/* run(op, group, seq, kept, hit, first, second, spin, keep): the plan `kept` holds for a
+ * call of quick entry `hit` on the arrays `first` and `second` (key: (id(hit), where
+ * first lies, where second lies); second None: (id(hit), where first lies, its length
+ * in bytes)), run: taken out while it runs, put back as the newest. Returns False where
+ * there is none (the caller makes one), None when done, or the record's id where a tag
+ * or length differs (the caller compares: Direct.check); raises an MPI error as MPI gave
+ * it (the plan put back, for the caller to settle). */
+static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "run_array takes 8 arguments");
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "run takes 9 arguments");
         return NULL;
     }
     PyObject *kept = args[3], *hit = args[4];
     if (!PyDict_Check(kept)) {
-        PyErr_SetString(PyExc_TypeError, "run_array: kept is a dict");
+        PyErr_SetString(PyExc_TypeError, "run: kept is a dict");
         return NULL;
     }
     Py_buffer view;
     if (PyObject_GetBuffer(args[5], &view, PyBUF_SIMPLE) < 0) return NULL;
-    PyObject *key = Py_BuildValue("(NNn)", PyLong_FromVoidPtr(hit),
-                                  PyLong_FromVoidPtr(view.buf), view.len);
+    void *first = view.buf;
+    Py_ssize_t length = view.len;
     PyBuffer_Release(&view);
+    PyObject *key;
+    if (args[6] == Py_None) {
+        key = Py_BuildValue("(NNn)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(first),
+                            length);
+    } else {
+        if (PyObject_GetBuffer(args[6], &view, PyBUF_SIMPLE) < 0) return NULL;
+        key = Py_BuildValue("(NNN)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(first),
+                            PyLong_FromVoidPtr(view.buf));
+        PyBuffer_Release(&view);
+    }
     if (key == NULL) return NULL;
     PyObject *found = PyDict_GetItemWithError(kept, key); /* borrowed */
     if (found == NULL || Py_TYPE(found) != &PlanType || ((Plan *)found)->hit != hit) {
@@ -605,10 +639,10 @@ static PyObject *run_array(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_XDECREF(less);
         if (bad) goto back;
     }
-    long spin = PyLong_AsLong(args[6]);
+    long spin = PyLong_AsLong(args[7]);
     if (spin == -1 && PyErr_Occurred()) goto back;
     result = messages(args[0], args[1], args[2], p->reqs, p->statuses, p->tags, p->lengths,
-                      p->dt, p->copy, p->meta, spin, args[7], p->fold);
+                      p->dt, p->copy, p->meta, spin, args[8], p->fold);
 back: { /* put back as the newest, unless another thread's took its place meanwhile */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
@@ -698,9 +732,9 @@ static PyMethodDef methods[] = {
      "keep, fold): "
      "kept messages started and waited for, blocking"},
     {"failed", failed, METH_O, "failed(id): mark a record failed"},
-    {"run_array", (PyCFunction)(void (*)(void))run_array, METH_FASTCALL,
-     "run_array(op, group, seq, kept, hit, array, spin, keep): the kept plan of a call on "
-     "array run; False where there is none"},
+    {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
+     "run(op, group, seq, kept, hit, first, second, spin, keep): the kept plan of a call "
+     "on these arrays run; False where there is none"},
     {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},
     {"configure", configure, METH_VARARGS, "what the Python side gives the core"},
     {NULL, NULL, 0, NULL},

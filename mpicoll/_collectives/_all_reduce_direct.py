@@ -25,14 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core_loader, _departed, _polling
+from .. import _core_loader, _departed
 from .._adapter.dtypes import mpi_datatype
-from .._describe import mpi_error
 from .._mpi import MPI
 from .._recorder import kept, recording
 from .._work import Work
 from . import _direct
-from ._messages import Direct, _explain, free, issue
+from ._messages import Direct, Fold, issue
 from ._signature import signature
 from ._sizes import exchange
 
@@ -51,29 +50,6 @@ _Status = MPI.Status
 def chosen(pg: Any, count: int) -> bool:
     """Whether an in-place all_reduce of ``count`` elements on ``pg`` goes direct."""
     return pg.direct is not None and 0 < count <= MAX_COUNT
-
-
-class Fold:
-    """The reduction of an all_reduce's blocks in rank order into ``buf`` (its own block,
-    in place), each peer's block in ``scratch`` at its rank's place; what the compiled
-    core makes of :attr:`spec` (mpicoll/_core.c, reduce_in_rank_order), here with
-    mpi4py's ``Reduce_local``, call for call the same."""
-
-    __slots__ = ("buf", "dt", "me", "mpi_op", "scratch", "spec")
-
-    def __init__(self, mpi_op: Any, dt: Any, me: int, buf: Any, scratch: Any) -> None:
-        self.mpi_op, self.dt, self.me, self.buf, self.scratch = mpi_op, dt, me, buf, scratch
-        self.spec = (mpi_op, me, buf, scratch)
-
-    def __call__(self) -> None:
-        c, me = self.buf.size, self.me
-        flat = self.buf.reshape(-1)
-        acc = flat if me == 0 else self.scratch[:c]
-        for j in range(1, self.scratch.size // c):
-            src = flat if j == me else self.scratch[j * c:(j + 1) * c]
-            self.mpi_op.Reduce_local([src, self.dt], [acc, self.dt])  # acc = src op acc
-        if me != 0:
-            np.copyto(flat, acc)
 
 
 def _plan(name: str, pg: Any, count: int, dtype: Any, reduce_op: str) -> Direct:
@@ -111,31 +87,10 @@ def quick(name: str, pg: Any, a: Any, hit: tuple, op: Any, keep: Any = None) -> 
     the key fixes its size). Where the compiled core is in use, the group keeps a
     ``Plan`` of it, which the core runs without a return here (``run_array``)."""
     core = _core_loader.module
-    if core is not None and not _departed.left:
-        seq = pg.seq + 1
-        try:
-            res = core.run_array(name, pg, seq, pg.kept, hit, a, len(_polling.spin), keep)
-        except MPI.Exception as e:
-            pg.seq = seq
-            plan = pg.kept.pop(_key(hit, a))  # (put back by the core, for this)
-            _explain(plan.direct, plan.reqs, plan.statuses, pg._rank, plan.datatype, name, pg,
-                     seq, (plan.args, keep), True)
-            raise mpi_error(name, e, plan.args) from e
-        if res is None:
-            pg.seq = seq
-            return
-        if res is not False:  # a tag or a length differs
-            pg.seq = seq
-            plan = pg.kept[_key(hit, a)]
-            try:
-                plan.direct.check(plan.statuses, pg._rank, plan.datatype)
-            except BaseException:
-                core.failed(res)
-                free(pg.kept.pop(_key(hit, a)).reqs)
-                raise
-            Fold(plan.fold[0], plan.datatype, *plan.fold[1:])()  # (not reduced there)
-            return
-    key = _key(hit, a)
+    if core is not None and not _departed.left and _direct.run_kept(core, name, pg, hit, a,
+                                                                    None, keep):
+        return
+    key = _direct.plan_key(hit, a, None)
     entry = _direct.take(pg, key, hit)
     if entry is None:
         me, n, c = pg._rank, pg._size, a.size
@@ -153,9 +108,11 @@ def quick(name: str, pg: Any, a: Any, hit: tuple, op: Any, keep: Any = None) -> 
             return
         reqs = d.prepare(pg.direct, bufs)
         sts = [_Status() for _ in reqs]
+        if core is None:
+            core = _core_loader.load()  # (where not loaded yet: decided once)
         entry = (hit, reqs, sts, d, bufs, args, fold) if core is None else core.Plan(
             hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt, copy=None,
-            meta=kept(args) if recording() else None, fold=fold.spec, args=args)
+            meta=kept(args, sts) if recording() else None, fold=fold.spec, args=args)
     if type(entry) is tuple:
         _, _, _, d, bufs, args, fold = entry
     else:  # (a Plan: the core's, run here this once, by the Python path's issue)
@@ -165,7 +122,3 @@ def quick(name: str, pg: Any, a: Any, hit: tuple, op: Any, keep: Any = None) -> 
           fold=fold.spec)
     _direct.put_back(pg.kept, key, entry)
 
-
-def _key(hit: tuple, a: Any) -> tuple:
-    """Where a kept all_reduce's plan is: its quick entry, where ``a`` lies, its length."""
-    return id(hit), _buffer(a).address, a.nbytes

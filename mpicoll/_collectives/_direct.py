@@ -28,10 +28,14 @@ from typing import Any
 from numpy import frombuffer as _frombuffer
 from numpy import ndarray as _ndarray
 
+from .. import _core_loader, _departed, _polling
+from .._describe import mpi_error
 from .._mpi import MPI
 from .._process_group import direct_ranks
+from .._recorder import kept as recorded
+from .._recorder import recording
 from .._work import Work
-from ._messages import Direct, free, issue
+from ._messages import Direct, Fold, _explain, free, issue
 from ._own_block import own_block_copy
 from ._pack import displs
 from ._signature import signature
@@ -99,6 +103,10 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
     array ``r`` (the user's frame: 6 up from the recorder's): its messages kept by the
     group (:func:`started`), with the copy of this rank's own block made once for them."""
     _, (sd, rd), _, dt, _, own, d = hit
+    core = _core_loader.module
+    if core is not None and not d.big and not _departed.left and run_kept(
+            core, op, group, hit, s, r, keep):
+        return
     c = d.counts
     args = ((s, (c[0], sd), dt), (r, (c[1], rd), dt))
     sa, ra = _buffer(s).address, _buffer(r).address
@@ -112,11 +120,64 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
         spans = (_fromaddress(sa, s.nbytes, True), sd, _fromaddress(ra, r.nbytes), rd, dt)
         reqs = d.prepare(group.direct, spans)
         # this rank's own block, flat, over the same address ranges (owning nothing)
-        entry = (hit, reqs, [_Status() for _ in reqs], None if own is None else (
-            _frombuffer(spans[2], s.dtype)[own[1]], Ellipsis,
-            _frombuffer(spans[0], s.dtype)[own[0]]), spans)
+        copy = None if own is None else (_frombuffer(spans[2], s.dtype)[own[1]], Ellipsis,
+                                         _frombuffer(spans[0], s.dtype)[own[0]])
+        sts = [_Status() for _ in reqs]
+        if core is None:
+            core = _core_loader.load()  # (where not loaded yet: decided once)
+        if core is not None:  # (the core's Plan: its next calls run there, by run_kept)
+            entry = core.Plan(hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt,
+                              copy=None if copy is None else (copy[0], copy[2]),
+                              meta=recorded(args, sts) if recording() else None, fold=None,
+                              args=args)
+            issue(op, group, d, args, spans, copy, keep=keep, depth=6, started=entry)
+            put_back(group.kept, key, entry)
+            return
+        entry = (hit, reqs, sts, copy, spans)
     issue(op, group, d, args, entry[4], entry[3], keep=keep, depth=6, started=entry)
     put_back(group.kept, key, entry)
+
+
+def plan_key(hit: Any, first: Any, second: Any) -> tuple:
+    """Where a group keeps a repeated call's messages: its quick entry ``hit``, where
+    ``first`` lies, and where ``second`` lies (None: ``first``'s length in bytes); the
+    compiled core's ``run`` makes the same key."""
+    return (id(hit), _buffer(first).address,
+            first.nbytes if second is None else _buffer(second).address)
+
+
+def run_kept(core: Any, op: str, group: Any, hit: Any, first: Any, second: Any,
+             keep: Any) -> bool:
+    """Run in the compiled core the ``Plan`` the group keeps for a blocking call of quick
+    entry ``hit`` on arrays ``first`` and ``second`` (:func:`plan_key`): numbered, its
+    messages started, waited for and compared, recorded, all in C. False where the group
+    keeps none: the caller makes one. An MPI error, or counts or signatures that differ,
+    raise here, as :func:`._messages.issue` raises them."""
+    seq = group.seq + 1
+    try:
+        res = core.run(op, group, seq, group.kept, hit, first, second, len(_polling.spin),
+                       keep)
+    except MPI.Exception as e:
+        group.seq = seq
+        plan = group.kept.pop(plan_key(hit, first, second))  # (put back by the core)
+        _explain(plan.direct, plan.reqs, plan.statuses, group._rank, plan.datatype, op,
+                 group, seq, (plan.args, keep), True)
+        raise mpi_error(op, e, plan.args) from e
+    if res is False:
+        return False
+    group.seq = seq
+    if res is not None:  # a tag or a length differs
+        key = plan_key(hit, first, second)
+        plan = group.kept[key]
+        try:
+            plan.direct.check(plan.statuses, group._rank, plan.datatype)
+        except BaseException:
+            core.failed(res)
+            free(group.kept.pop(key).reqs)
+            raise
+        if plan.fold is not None:  # (the counts' check off: not reduced there)
+            Fold(plan.fold[0], plan.datatype, *plan.fold[1:])()
+    return True
 
 
 def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tuple]],

@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 from numpy import array as _array
+from numpy import copyto as _copyto
 from numpy import int64 as _int64
 
 from .. import _core_loader, _departed, _polling
@@ -131,6 +132,30 @@ class Direct:
             f"point: {said}. The output of rank {me} is not what the call asked for; "
             "every rank must make the same collectives, in the same order, with the same "
             "dtype and reduce op")
+
+
+class Fold:
+    """The reduction of an all_reduce's blocks in rank order into ``buf`` (its own block,
+    in place), each peer's block in ``scratch`` at its rank's place: x0 op x1 op ...
+    (:mod:`._all_reduce_direct`); what the compiled core makes of :attr:`spec`
+    (mpicoll/_core.c, reduce_in_rank_order), here with mpi4py's ``Reduce_local``, call
+    for call the same."""
+
+    __slots__ = ("buf", "dt", "me", "mpi_op", "scratch", "spec")
+
+    def __init__(self, mpi_op: Any, dt: Any, me: int, buf: Any, scratch: Any) -> None:
+        self.mpi_op, self.dt, self.me, self.buf, self.scratch = mpi_op, dt, me, buf, scratch
+        self.spec = (mpi_op, me, buf, scratch)
+
+    def __call__(self) -> None:
+        c, me = self.buf.size, self.me
+        flat = self.buf.reshape(-1)
+        acc = flat if me == 0 else self.scratch[:c]
+        for j in range(1, self.scratch.size // c):
+            src = flat if j == me else self.scratch[j * c:(j + 1) * c]
+            self.mpi_op.Reduce_local([src, self.dt], [acc, self.dt])  # acc = src op acc
+        if me != 0:
+            _copyto(flat, acc)
 
 
 def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,

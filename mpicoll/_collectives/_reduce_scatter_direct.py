@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core_loader, _departed
 from .._adapter.dtypes import mpi_datatype
 from .._mpi import MPI
+from .._recorder import kept, recording
 from .._work import Work
 from . import _direct, _pack, _reduce
 from ._layout import area, displs
@@ -102,6 +104,10 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
     them and the call's arguments, over the memory's address ranges (owning none:
     whatever array lies there now, the key fixes its size and layout)."""
     _, (sd, rd), mpi_op, dt, how, _, d = hit
+    core = _core_loader.module
+    if core is not None and lay is None and not _departed.left and _direct.run_kept(
+            core, op, group, hit, s, r, keep):
+        return
     ra = _buffer(r).address
     key = (id(hit), _buffer(s).address, ra) if lay is None else (id(hit), lay[2], ra) \
         if lay[7] else (id(hit), *lay[5], ra)
@@ -126,8 +132,19 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
                   depth=depth)
             return
         reqs = d.prepare(group.direct, (sbuf, sd, scratch, rd, dt))
-        entry = (hit, reqs, [_Status() for _ in reqs], scratch, reduced, args,
-                 (None, sd, None, rd, dt))
+        sts = [_Status() for _ in reqs]
+        if core is None:
+            core = _core_loader.load()  # (where not loaded yet: decided once)
+        if core is not None and lay is None:  # (its next calls run there: run_kept)
+            fold = None if not c else (mpi_op, me, out, scratch, own)
+            entry = core.Plan(hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt,
+                              copy=None, meta=kept(args, sts) if recording() else None,
+                              fold=fold, args=args)
+            issue(op, group, d, args, (None, sd, None, rd, dt), None, reduced, keep=keep,
+                  depth=depth, started=entry, fold=fold)
+            _direct.put_back(group.kept, key, entry)
+            return
+        entry = (hit, reqs, sts, scratch, reduced, args, (None, sd, None, rd, dt))
     issue(op, group, d, entry[5], entry[6], None, entry[4], keep=keep, depth=depth,
           started=entry)
     _direct.put_back(group.kept, key, entry)
