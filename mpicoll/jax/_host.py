@@ -24,6 +24,8 @@ import mpicoll as _m
 from .. import _env
 from ..errors import SizeMismatch
 from .._collectives import _reduce, all_gather, all_to_all, reduce_scatter
+from .._collectives._all_reduce_direct import chosen as goes_direct
+from .._collectives._all_reduce_direct import quick as quick_direct
 from .._collectives._call import exchanged, may_share_memory, quick
 from .._collectives.reduce_op import ReduceOp
 from .._mpi import MPI
@@ -196,18 +198,26 @@ def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
         return h is not None
 
     if name == "all_reduce":
-        in_place = MPI.IN_PLACE
+        in_place, rop = MPI.IN_PLACE, key[1]
+        # as all_reduce's own quick path: messages where every rank's call makes them
+        # (_all_reduce_direct), else MPI's Iallreduce
+        direct = goes_direct(pg, int(np.prod(out_shape)))
 
         def reduced(src: np.ndarray, out: np.ndarray) -> bool:
             s_ = _env._settings
             if s_ is None or s_.check or pending or not (found or find()):
                 return False
-            dt, op = found[0]
             # the buffer lowering aliases the input to the output (XLA copies the input
             # first where it is still needed): in place; else from one to the other
-            quick(name, pg, "Iallreduce", (in_place, [out, dt], op) if (
-                may_share_memory(src, out) if aliased is None else aliased) else
-                ([src, dt], [out, dt], op))
+            alias = may_share_memory(src, out) if aliased is None else aliased
+            if direct:
+                if not alias:
+                    np.copyto(out, src)
+                quick_direct(name, pg, out, found[0], rop, keep=out)
+                return True
+            dt, op = found[0]
+            quick(name, pg, "Iallreduce", (in_place, [out, dt], op) if alias else
+                  ([src, dt], [out, dt], op))
             return True
 
         return reduced
