@@ -263,10 +263,8 @@ def describe() -> str:
     """Which exchanges go direct, for ``python -m mpicoll info``."""
     if MAX_RANKS < 2:
         return f"never (MPICOLL_DIRECT={MAX_RANKS}): MPI collectives, their counts beside them"
-    from ._all_reduce_direct import MAX_COUNT  # lazy: that module builds on this one
-
     return ("all_to_all, all_gather, reduce_scatter, gather and scatter (and all_reduce "
-            f"up to {MAX_COUNT} elements) on groups of 2 to {MAX_RANKS} ranks: point-to-point "
+            f"of small tensors) on groups of 2 to {MAX_RANKS} ranks: point-to-point "
             "messages, each with its count and the call's signature in its tag; "
             f"a repeated blocking call's kept as persistent ones (up to {KEPT} per group; "
             "posted where a group's calls mostly find none)")
