@@ -40,7 +40,8 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
         a = quick_array(tensor)
         hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
         if hit is not None:
-            if _all_reduce_direct.chosen(pg, a.size):  # (messages, kept; reduced in C)
+            if pg.direct is not None and _all_reduce_direct.chosen(pg, a.size):
+                # messages, kept, run and reduced in C where the core is in use
                 _all_reduce_direct.quick(name, pg, a, hit, op, keep=tensor)
                 return None
             core = _core_loader.module
