@@ -149,3 +149,16 @@ def test_all_reduce_results_are_the_same_bits_on_every_rank(rank, size):
         everyone = np.empty((size, 300), np.float32)
         dist.all_gather_into_tensor(everyone, x)
         assert all((everyone[j].view(np.int32) == x.view(np.int32)).all() for j in range(size))
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_an_odd_count_of_another_dtype_raises_too(rank, size, n):
+    # 3 float32 (12 bytes) where a float64 receive expects 24: no whole number of its
+    # elements, which MPICH refused with an assertion that stopped the process; the
+    # messages go as bytes, and the signature says what differs
+    dt = np.float32 if rank == 0 else np.float64
+    x = np.ones(n, dt)
+    _every_rank_raises(lambda: dist.all_reduce(x), "all_reduce", "dtype")
+    out = np.zeros(n * size, dt)
+    _every_rank_raises(lambda: dist.all_gather_into_tensor(out, np.ones(n, dt)),
+                       "all_gather_into_tensor", "dtype")

@@ -27,9 +27,22 @@ from ._signature import bits, differs
 from ._sizes import Sizes
 
 _ANY = MPI.ANY_TAG
+_BYTE = MPI.BYTE
+_INT_MAX = 2**31 - 1
 _Status = MPI.Status
 _testall = MPI.Request.Testall
 _startall = MPI.Prequest.Startall
+
+
+def _bytes(buf: Any, count: int, at: int, dt: Any, isz: int) -> list:
+    """A message's buffer specification: ``count`` elements of ``dt`` (``isz`` bytes each)
+    from element ``at`` of ``buf``, as bytes where their number fits an int. A receive of
+    another dtype's message, whose length is no whole number of its elements (3 float32
+    into float64), then arrives to be refused by its tag's signature: typed, MPICH stops
+    the process on it (an assertion in its unpacking) before any check can run. The
+    elements counted by ``MPI_Get_count`` with ``dt`` are the same."""
+    n = count * isz
+    return [buf, (n, at * isz), _BYTE] if n <= _INT_MAX else [buf, (count, at), dt]
 
 
 class Direct:
@@ -75,20 +88,20 @@ class Direct:
         sbuf, sd, rbuf, rd, dt = bufs
         if self.big:
             return _large.post_messages(comm, self.recvs, self.sends, sbuf, sd, rbuf, rd, dt)
-        irecv, isend = comm.Irecv, comm.Isend
-        reqs = [irecv([rbuf, (c, rd[j]), dt], j, _ANY) for j, c, _ in self.recvs]
+        irecv, isend, isz = comm.Irecv, comm.Isend, dt.Get_size()
+        reqs = [irecv(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs]
         for j, c, tag in self.sends:
-            reqs.append(isend([sbuf, (c, sd[j]), dt], j, tag))
+            reqs.append(isend(_bytes(sbuf, c, sd[j], dt, isz), j, tag))
         return reqs
 
     def prepare(self, comm: Any, bufs: tuple) -> list[Any]:
         """:meth:`post`'s messages as persistent requests, not started (Recv_init,
         Send_init; not where :attr:`big`)."""
         sbuf, sd, rbuf, rd, dt = bufs
-        rinit, sinit = comm.Recv_init, comm.Send_init
-        reqs = [rinit([rbuf, (c, rd[j]), dt], j, _ANY) for j, c, _ in self.recvs]
+        rinit, sinit, isz = comm.Recv_init, comm.Send_init, dt.Get_size()
+        reqs = [rinit(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs]
         for j, c, tag in self.sends:
-            reqs.append(sinit([sbuf, (c, sd[j]), dt], j, tag))
+            reqs.append(sinit(_bytes(sbuf, c, sd[j], dt, isz), j, tag))
         return reqs
 
     def check(self, statuses: list[Any], me: int, dt: Any) -> None:

@@ -1,0 +1,142 @@
+"""Issue 52's mistakes, one per job, over torch.distributed with BACKEND ("mpicoll" or
+"gloo"), default settings: what each rank gets. Run by ``python tests/scripts/mistakes.py
+table [RANKS]``, which launches every case over both backends (mpiexec from $MPIEXEC or
+the PATH; gloo's rendezvous on localhost) and prints the table docs/errors.md shows.
+
+A rank prints one line, ``OUTCOME <rank> <what>``: ``right`` or ``WRONG`` (it returned,
+its tensor compared with the numpy result of the call it made), or the exception's type.
+A job that runs past its timeout is ``hang``; the launcher's kill, or an abort, leaves the
+ranks that printed nothing as ``ended``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+CASES = {
+    "dtype": "all_reduce, float32 on rank 0, float64 elsewhere",
+    "dtype-async": "the same, async on rank 0",
+    "bcast-dtype": "broadcast, float64 on the root, float32 elsewhere",
+    "gather-dtype": "all_gather_into_tensor, float64 on rank 0, float32 elsewhere",
+    "gather-int": "all_gather_into_tensor, float32 on rank 0, int32 elsewhere",
+    "op": "all_reduce, SUM on rank 0, MAX elsewhere",
+    "rs-avg": "reduce_scatter_tensor, AVG on rank 0, SUM elsewhere",
+    "root": "broadcast, src=0 on rank 0, src=1 elsewhere",
+    "skip": "rank 1 skips one all_reduce, then barrier and all_reduce",
+    "other": "all_reduce on rank 0, broadcast elsewhere",
+    "shapes": "all_reduce of shapes (2, 3) and (3, 2), same count",
+}
+
+
+def one(backend: str, case: str) -> None:
+    """One job's rank: make the mistake, print what it got."""
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+
+    if backend == "mpicoll":
+        import mpicoll.torch  # noqa: F401
+    else:
+        from mpi4py import MPI
+
+        os.environ.update(RANK=str(MPI.COMM_WORLD.rank),
+                          WORLD_SIZE=str(MPI.COMM_WORLD.size))
+    import datetime
+
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=20))
+    rank, size = dist.get_rank(), dist.get_world_size()
+    f32, f64 = torch.float32, torch.float64
+    try:
+        if case in ("dtype", "dtype-async"):
+            x = torch.full((5,), rank + 1.0, dtype=f32 if rank == 0 else f64)
+            w = dist.all_reduce(x, async_op=case == "dtype-async" and rank == 0)
+            if w is not None:
+                w.wait()
+            want = np.full(5, sum(range(1, size + 1)))
+        elif case == "bcast-dtype":
+            x = torch.full((5,), rank + 1.0, dtype=f64 if rank == 0 else f32)
+            dist.broadcast(x, src=0)
+            want = np.full(5, 1.0)
+        elif case in ("gather-dtype", "gather-int"):
+            dt = (f64 if case == "gather-dtype" else f32) if rank == 0 else (
+                f32 if case == "gather-dtype" else torch.int32)
+            x = torch.full((3,), rank + 1, dtype=dt)
+            out = torch.zeros(3 * size, dtype=dt)
+            dist.all_gather_into_tensor(out, x)
+            x, want = out, np.repeat(np.arange(1, size + 1), 3)
+        elif case == "op":
+            x = torch.tensor([rank + 1.0, 10.0 - rank])
+            dist.all_reduce(x, op=dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX)
+            want = (np.array([sum(range(1, size + 1)), sum(10.0 - r for r in range(size))])
+                    if rank == 0 else np.array([size, 10.0]))
+        elif case == "rs-avg":
+            x = torch.arange(2.0 * size) + rank
+            out = torch.zeros(2)
+            dist.reduce_scatter_tensor(out, x, op=dist.ReduceOp.AVG if rank == 0 else
+                                       dist.ReduceOp.SUM)
+            total = sum(np.arange(2.0 * size) + r for r in range(size))[2 * rank:2 * rank + 2]
+            x, want = out, total / size if rank == 0 else total
+        elif case == "root":
+            x = torch.full((4,), float(rank))
+            dist.broadcast(x, src=0 if rank == 0 else 1)
+            want = np.full(4, 0.0 if rank == 0 else 1.0)
+        elif case == "skip":
+            x = torch.ones(3)
+            if rank != 1:
+                dist.all_reduce(x)
+            dist.barrier()
+            y = torch.ones(3)
+            dist.all_reduce(y)
+            x, want = (y, np.full(3, float(size))) if rank == 1 else (
+                torch.cat([x, y]), np.full(6, float(size)))
+        elif case == "other":
+            x = torch.full((4,), rank + 1.0)
+            if rank == 0:
+                dist.all_reduce(x)
+                want = np.full(4, float(sum(range(1, size + 1))))
+            else:
+                dist.broadcast(x, src=0)
+                want = np.full(4, 1.0)
+        elif case == "shapes":
+            x = torch.arange(6.0).reshape((2, 3) if rank == 0 else (3, 2))
+            dist.all_reduce(x)
+            want = np.arange(6.0).reshape(x.shape) * size
+        got = "right" if np.array_equal(x.numpy().astype(np.float64), want) else "WRONG"
+    except Exception as e:  # noqa: BLE001  (what the rank got is the measurement)
+        got = type(e).__name__
+    print(f"OUTCOME {rank} {got}", flush=True)
+    sys.stdout.flush()
+    os._exit(0)  # (no teardown: a rank left in a collective is the point)
+
+
+def table(ranks: int) -> None:
+    """Every case over both backends: a markdown table, one line a case."""
+    mpiexec = os.environ.get("MPIEXEC", "mpiexec").split()
+    print(f"| mistake ({ranks} ranks) | mpicoll | gloo |\n| --- | --- | --- |")
+    for case, words in CASES.items():
+        cells = []
+        for backend in ("mpicoll", "gloo"):
+            env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29577",
+                       MPICOLL_TIMEOUT="20")
+            try:
+                p = subprocess.run([*mpiexec, "-n", str(ranks), sys.executable, __file__,
+                                    backend, case], capture_output=True, text=True,
+                                   timeout=60, env=env)
+                out = p.stdout
+            except subprocess.TimeoutExpired as e:
+                out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (
+                    e.stdout or "")
+                out += "\nTIMEOUT"
+            got = {int(line.split()[1]): line.split()[2] for line in out.splitlines()
+                   if line.startswith("OUTCOME ")}
+            end = "hang" if "TIMEOUT" in out else "ended"
+            cells.append(", ".join(f"{r}: {got.get(r, end)}" for r in range(ranks)))
+        print(f"| {words} | {cells[0]} | {cells[1]} |", flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "table":
+        table(int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+    else:
+        one(sys.argv[1], sys.argv[2])
