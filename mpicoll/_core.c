@@ -38,6 +38,10 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
+/* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
+ * Python side calls here, so that a core built from other sources is refused, not used */
+#define CORE_API 2
+
 enum { ISSUED = 0, FAILED = 1 };
 enum { ALLREDUCE = 0, BCAST = 1, MESSAGES = 2 }; /* what a record is of */
 
@@ -759,6 +763,7 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     if (PyModule_AddStringConstant(m, "FAMILY", CORE_FAMILY) < 0 ||
         PyModule_AddIntConstant(m, "MPI_VERSION", MPI_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "MPI_SUBVERSION", MPI_SUBVERSION) < 0 ||
+        PyModule_AddIntConstant(m, "API", CORE_API) < 0 ||
         PyModule_AddIntConstant(m, "ALLREDUCE", ALLREDUCE) < 0 ||
         PyModule_AddIntConstant(m, "BCAST", BCAST) < 0) {
         Py_DECREF(m);

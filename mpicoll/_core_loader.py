@@ -16,6 +16,7 @@ from . import _recorder
 from ._env import flag, timeout_for
 from ._watched import watched
 
+API = 2  # what this Python side calls in the core (mpicoll/_core.c, CORE_API)
 module: Any = None  # the loaded core, or None: the Python path
 why = "not loaded yet (it loads with the first collective)"
 _tried = False
@@ -43,6 +44,10 @@ def load() -> Any:
         return None
     if core.FAMILY != family:  # (a file renamed by hand: never loaded)
         why = f"built for {core.FAMILY}, but MPI is of the {family} family; {REBUILD}"
+        return None
+    if getattr(core, "API", None) != API:  # (built from another version's _core.c)
+        why = (f"built from another version of mpicoll (its API {getattr(core, 'API', 1)}, "
+               f"this mpicoll's {API}); the Python path; {REBUILD}")
         return None
     core.configure(_recorder.capacity if _recorder.ring is not None else 0, _recorder.ids,
                    _recorder.inside, _recorder.is_inside, _block, watched.end,
