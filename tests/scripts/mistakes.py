@@ -5,12 +5,14 @@ the PATH; gloo's rendezvous on localhost) and prints the table docs/errors.md sh
 
 A rank prints one line, ``OUTCOME <rank> <what>``: ``right`` or ``WRONG`` (it returned,
 its tensor compared with the numpy result of the call it made), or the exception's type.
-A job that runs past its timeout is ``hang``; the launcher's kill, or an abort, leaves the
-ranks that printed nothing as ``ended``."""
+A job that runs past its timeout is ``hang``; the ranks that printed nothing were ended by
+an abort (mpicoll's watchdog at ``MPICOLL_TIMEOUT=20``, or its exit after another rank's
+uncaught exception; gloo's own abort) and show as ``ended``."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -110,6 +112,9 @@ def one(backend: str, case: str) -> None:
     os._exit(0)  # (no teardown: a rank left in a collective is the point)
 
 
+_OUTCOME = re.compile(r"OUTCOME (\d+) ([A-Za-z]+?)(?=OUTCOME|\s|$)")
+
+
 def table(ranks: int) -> None:
     """Every case over both backends: a markdown table, one line a case."""
     mpiexec = os.environ.get("MPIEXEC", "mpiexec").split()
@@ -128,8 +133,8 @@ def table(ranks: int) -> None:
                 out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (
                     e.stdout or "")
                 out += "\nTIMEOUT"
-            got = {int(line.split()[1]): line.split()[2] for line in out.splitlines()
-                   if line.startswith("OUTCOME ")}
+            # (the ranks' lines may come joined: each outcome is read up to the next)
+            got = {int(r): what for r, what in _OUTCOME.findall(out)}
             end = "hang" if "TIMEOUT" in out else "ended"
             cells.append(", ".join(f"{r}: {got.get(r, end)}" for r in range(ranks)))
         print(f"| {words} | {cells[0]} | {cells[1]} |", flush=True)
