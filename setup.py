@@ -83,9 +83,15 @@ def _core() -> list[Extension]:
         print("mpicoll: mpi4py is not importable at build time: the compiled core is not "
               "built", file=sys.stderr)
         return []
+    try:
+        import numpy
+    except ImportError:
+        print("mpicoll: numpy is not importable at build time: the compiled core is not "
+              "built", file=sys.stderr)
+        return []
     name = f"_core_{family}"
     return [Extension(f"mpicoll.{name}", ["mpicoll/_core.c"],
-                      include_dirs=[*inc, mpi4py.get_include()], library_dirs=libdirs,
+                      include_dirs=[*inc, mpi4py.get_include(), numpy.get_include()], library_dirs=libdirs,
                       libraries=libs, define_macros=[("CORE_NAME", name),
                                                      ("CORE_FAMILY", f'"{family}"')],
                       extra_compile_args=["-O2"])]

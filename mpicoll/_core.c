@@ -27,6 +27,9 @@
 
 #include "mpi4py/mpi4py.h"
 
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
 #ifndef CORE_NAME
 #define CORE_NAME _core_mpich
 #endif
@@ -40,7 +43,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 2
+#define CORE_API 3
 
 enum { ISSUED = 0, FAILED = 1 };
 enum { ALLREDUCE = 0, BCAST = 1, MESSAGES = 2 }; /* what a record is of */
@@ -587,37 +590,33 @@ static PyTypeObject PlanType = {
     .tp_new = plan_new,
 };
 
-static PyObject *str_missed = NULL;
+static PyObject *str_missed = NULL, *str_seq = NULL, *str_size = NULL, *str_kept = NULL;
+static PyObject *str_direct = NULL, *str_reduced = NULL;
 
-/* run(op, group, seq, kept, hit, first, second, spin, keep): the plan `kept` holds for a
- * call of quick entry `hit` on the arrays `first` and `second` (key: (id(hit), where
- * first lies, where second lies); second None: (id(hit), where first lies, its length
- * in bytes)), run: taken out while it runs, put back as the newest. Returns False where
- * there is none (the caller makes one), None when done, or the record's id where a tag
- * or length differs (the caller compares: Direct.check); raises an MPI error as MPI gave
- * it (the plan put back, for the caller to settle). */
-static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "run takes 9 arguments");
-        return NULL;
-    }
-    PyObject *kept = args[3], *hit = args[4];
+/* The plan `kept` holds for a call of quick entry `hit` on the arrays `first` and `second`
+ * (key: (id(hit), where first lies, where second lies); second None: (id(hit), where
+ * first lies, its length in bytes)), run: taken out while it runs, put back as the
+ * newest. Returns False where there is none (the caller makes one), None when done, or
+ * the record's id where a tag or length differs (the caller compares: Direct.check);
+ * raises an MPI error as MPI gave it (the plan put back, for the caller to settle). */
+static PyObject *run_plan(PyObject *op, PyObject *group, PyObject *seq, PyObject *kept,
+                          PyObject *hit, PyObject *firstobj, PyObject *secondobj,
+                          long spin, PyObject *keep) {
     if (!PyDict_Check(kept)) {
         PyErr_SetString(PyExc_TypeError, "run: kept is a dict");
         return NULL;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(args[5], &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(firstobj, &view, PyBUF_SIMPLE) < 0) return NULL;
     void *first = view.buf;
     Py_ssize_t length = view.len;
     PyBuffer_Release(&view);
     PyObject *key;
-    if (args[6] == Py_None) {
+    if (secondobj == Py_None) {
         key = Py_BuildValue("(NNn)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(first),
                             length);
     } else {
-        if (PyObject_GetBuffer(args[6], &view, PyBUF_SIMPLE) < 0) return NULL;
+        if (PyObject_GetBuffer(secondobj, &view, PyBUF_SIMPLE) < 0) return NULL;
         key = Py_BuildValue("(NNN)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(first),
                             PyLong_FromVoidPtr(view.buf));
         PyBuffer_Release(&view);
@@ -632,21 +631,19 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Plan *p = (Plan *)Py_NewRef(found);
     PyObject *result = NULL;
     if (PyDict_DelItem(kept, key) < 0) goto out; /* (taken out while in use) */
-    PyObject *missed = PyObject_GetAttr(args[1], str_missed);
+    PyObject *missed = PyObject_GetAttr(group, str_missed);
     if (missed == NULL) goto back;
     long some = PyLong_AsLong(missed);
     Py_DECREF(missed);
     if (some == -1 && PyErr_Occurred()) goto back;
     if (some > 0) { /* a call that found its messages: one miss less (_direct.take) */
         PyObject *less = PyLong_FromLong(some - 1);
-        int bad = less == NULL || PyObject_SetAttr(args[1], str_missed, less) < 0;
+        int bad = less == NULL || PyObject_SetAttr(group, str_missed, less) < 0;
         Py_XDECREF(less);
         if (bad) goto back;
     }
-    long spin = PyLong_AsLong(args[7]);
-    if (spin == -1 && PyErr_Occurred()) goto back;
-    result = messages(args[0], args[1], args[2], p->reqs, p->statuses, p->tags, p->lengths,
-                      p->dt, p->copy, p->meta, spin, args[8], p->fold);
+    result = messages(op, group, seq, p->reqs, p->statuses, p->tags, p->lengths, p->dt,
+                      p->copy, p->meta, spin, keep, p->fold);
 back: { /* put back as the newest, unless another thread's took its place meanwhile */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
@@ -658,6 +655,224 @@ back: { /* put back as the newest, unless another thread's took its place meanwh
 out:
     Py_DECREF(key);
     Py_DECREF(p);
+    return result;
+}
+
+/* run(op, group, seq, kept, hit, first, second, spin, keep): run_plan, from Python */
+static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "run takes 9 arguments");
+        return NULL;
+    }
+    long spin = PyLong_AsLong(args[7]);
+    if (spin == -1 && PyErr_Occurred()) return NULL;
+    return run_plan(args[0], args[1], args[2], args[3], args[4], args[5], args[6], spin,
+                    args[8]);
+}
+
+/* `obj` as the numpy array a quick call takes (a new reference): a C-contiguous ndarray
+ * (and aligned and writable where `writable`), or what `quickers` (type -> callable:
+ * mpicoll._adapter.views.QUICKERS) makes of another type's tensor. NULL without an
+ * error where it is none of these: the general path takes the call. */
+static PyObject *quick_array(PyObject *obj, int writable, PyObject *quickers) {
+    if (Py_TYPE(obj) == &PyArray_Type) {
+        int flags = PyArray_FLAGS((PyArrayObject *)obj);
+        int need = writable ? NPY_ARRAY_CARRAY : NPY_ARRAY_C_CONTIGUOUS;
+        return (flags & need) == need ? Py_NewRef(obj) : NULL;
+    }
+    PyObject *q = PyDict_GetItemWithError(quickers, (PyObject *)Py_TYPE(obj));
+    if (q == NULL) return NULL;
+    PyObject *a = PyObject_CallOneArg(q, obj);
+    if (a != NULL && !PyArray_Check(a)) Py_CLEAR(a); /* None: not quick */
+    return a;
+}
+
+static PyObject *shape_of(PyArrayObject *a) {
+    int nd = PyArray_NDIM(a);
+    npy_intp *dims = PyArray_DIMS(a);
+    PyObject *t = PyTuple_New(nd);
+    if (t == NULL) return NULL;
+    for (int i = 0; i < nd; i++) {
+        PyObject *d = PyLong_FromSsize_t((Py_ssize_t)dims[i]);
+        if (d == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
+}
+
+/* The Plan the group keeps for quick entry `hit` on `first` and `second`, run as the
+ * group's next call (run_plan). Returns True (done, the group's sequence number
+ * advanced), False (none kept: nothing done), (hit, first, second, seq, outcome) where
+ * the run did not finish (an MPI error, or the record's id where a tag or length
+ * differs: the caller settles it, _direct.settled), or NULL (another error). */
+static PyObject *run_kept_here(PyObject *op, PyObject *group, PyObject *hit,
+                               PyObject *first, PyObject *second, long spin,
+                               PyObject *keep) {
+    PyObject *kept = PyObject_GetAttr(group, str_kept), *seq = NULL, *result = NULL;
+    PyObject *now = kept == NULL ? NULL : PyObject_GetAttr(group, str_seq);
+    long long n = now == NULL ? -1 : PyLong_AsLongLong(now);
+    Py_XDECREF(now);
+    if (now != NULL && !(n == -1 && PyErr_Occurred())) seq = PyLong_FromLongLong(n + 1);
+    if (seq == NULL) {
+        Py_XDECREF(kept);
+        return NULL;
+    }
+    PyObject *res = run_plan(op, group, seq, kept, hit, first, second, spin, keep);
+    Py_DECREF(kept);
+    if (res == Py_None) {
+        Py_DECREF(res);
+        if (PyObject_SetAttr(group, str_seq, seq) == 0) result = Py_NewRef(Py_True);
+    } else if (res == Py_False) {
+        result = res;
+    } else { /* an MPI error, or a tag that differs: the caller settles it */
+        if (res == NULL) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            PyErr_NormalizeException(&et, &ev, &tb);
+            if (ev != NULL && tb != NULL) PyException_SetTraceback(ev, tb);
+            if (ev == NULL || PyObject_IsInstance(ev, mpi_exception) != 1) {
+                PyErr_Restore(et, ev, tb); /* (not MPI's: raised as it is) */
+                Py_DECREF(seq);
+                return NULL;
+            }
+            Py_XDECREF(et);
+            Py_XDECREF(tb);
+            res = ev;
+        }
+        result = PyTuple_Pack(5, hit, first, second, seq, res);
+        Py_DECREF(res);
+    }
+    Py_DECREF(seq);
+    return result;
+}
+
+/* exchange(op, group, output, input, table, extra, quickers, spin, left): the quick
+ * path of a call from `input` to `output` (all_to_all_single, all_gather_into_tensor,
+ * reduce_scatter_tensor; mpicoll/_collectives/_call.py, quick_exchange, says when and
+ * what). Both arrays (quick_array), apart, and `table` holding the entry `hit` that the
+ * general path validated for their dtypes, shapes, the group's size and `extra`:
+ * where the entry is a direct call whose messages the group keeps as a Plan (and no rank
+ * has left: `left` false), run here (numbered, run_plan). Returns False (the general
+ * path takes the call), True (done), (hit, s, r) (the arrays: the caller makes the
+ * call), or (hit, s, r, seq, outcome) where the Plan's run did not finish (outcome:
+ * the MPI error raised, or the record's id where a tag or length differs: the caller
+ * settles it, as for run). */
+static PyObject *exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "exchange takes 9 arguments");
+        return NULL;
+    }
+    PyObject *op = args[0], *group = args[1], *output = args[2], *input = args[3];
+    PyObject *table = args[4], *extra = args[5], *quickers = args[6];
+    if (!PyDict_Check(table) || !PyDict_Check(quickers)) {
+        PyErr_SetString(PyExc_TypeError, "exchange: table and quickers are dicts");
+        return NULL;
+    }
+    PyObject *r = quick_array(output, 1, quickers), *s = NULL, *result = NULL;
+    if (r == NULL) goto no;
+    if ((s = quick_array(input, 0, quickers)) == NULL) goto no;
+    PyArrayObject *ra = (PyArrayObject *)r, *sa = (PyArrayObject *)s;
+    { /* two contiguous arrays are apart where their byte ranges are (may_share_memory) */
+        char *r0 = PyArray_BYTES(ra), *s0 = PyArray_BYTES(sa);
+        Py_ssize_t rn = PyArray_NBYTES(ra), sn = PyArray_NBYTES(sa);
+        if (rn && sn && r0 < s0 + sn && s0 < r0 + rn) goto no;
+    }
+    PyObject *size = PyObject_GetAttr(group, str_size);
+    if (size == NULL) goto out;
+    PyObject *key = Py_BuildValue("(ONONNO)", (PyObject *)PyArray_DESCR(sa), shape_of(sa),
+                                  (PyObject *)PyArray_DESCR(ra), shape_of(ra), size, extra);
+    if (key == NULL) goto out;
+    PyObject *hit = PyDict_GetItemWithError(table, key); /* borrowed */
+    Py_DECREF(key);
+    if (hit == NULL) {
+        if (PyErr_Occurred()) goto out;
+        goto no;
+    }
+    Py_INCREF(hit);
+    int left = PyObject_IsTrue(args[8]);
+    if (left < 0) goto hit_out;
+    PyObject *method = PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) > 0
+        ? PyTuple_GET_ITEM(hit, 0) : NULL;
+    if (!left && method != NULL &&
+        (method == str_direct || method == str_reduced ||
+         (PyUnicode_Check(method) && (PyUnicode_Compare(method, str_direct) == 0 ||
+                                      PyUnicode_Compare(method, str_reduced) == 0)))) {
+        long spin = PyLong_AsLong(args[7]);
+        if (spin == -1 && PyErr_Occurred()) goto hit_out;
+        PyObject *keep = PyTuple_Pack(2, output, input);
+        if (keep == NULL) goto hit_out;
+        result = run_kept_here(op, group, hit, s, r, spin, keep);
+        Py_DECREF(keep);
+        if (result != Py_False) goto hit_out;
+        Py_DECREF(result);
+    }
+    result = PyTuple_Pack(3, hit, s, r);
+hit_out:
+    Py_DECREF(hit);
+    goto out;
+no:
+    if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
+out:
+    Py_XDECREF(r);
+    Py_XDECREF(s);
+    return result;
+}
+
+/* reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most): the quick
+ * path of a blocking all_reduce of `tensor` in place (mpicoll/_collectives/all_reduce.py
+ * says when and what). The array (quick_array, writable) and `table` holding the entry
+ * `hit` the general path validated for its dtype and `reduce_op`: where the group sends
+ * messages (its `direct` communicator), `tensor` has 1 to `most` elements, no rank has
+ * left and the group keeps the call's Plan, run here, numbered (run_plan). Returns False
+ * (the general path takes the call), True (done), (hit, a) (the caller makes the call),
+ * or (hit, a, None, seq, outcome), as exchange's. */
+static PyObject *reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "reduce takes 9 arguments");
+        return NULL;
+    }
+    PyObject *op = args[0], *group = args[1], *tensor = args[2], *table = args[3];
+    if (!PyDict_Check(table) || !PyDict_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "reduce: table and quickers are dicts");
+        return NULL;
+    }
+    PyObject *a = quick_array(tensor, 1, args[5]), *result = NULL;
+    if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
+    PyObject *key = PyTuple_Pack(2, (PyObject *)PyArray_DESCR((PyArrayObject *)a), args[4]);
+    if (key == NULL) goto out;
+    PyObject *hit = PyDict_GetItemWithError(table, key); /* borrowed */
+    Py_DECREF(key);
+    if (hit == NULL) {
+        if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
+        goto out;
+    }
+    Py_INCREF(hit);
+    Py_ssize_t size = PyArray_SIZE((PyArrayObject *)a), most = PyLong_AsSsize_t(args[8]);
+    long spin = PyLong_AsLong(args[6]);
+    int left = PyObject_IsTrue(args[7]);
+    if (PyErr_Occurred() || left < 0) goto hit_out;
+    if (!left && size > 0 && size <= most) {
+        PyObject *direct = PyObject_GetAttr(group, str_direct);
+        if (direct == NULL) goto hit_out;
+        int messages_go = direct != Py_None;
+        Py_DECREF(direct);
+        if (messages_go) {
+            result = run_kept_here(op, group, hit, a, Py_None, spin, tensor);
+            if (result != Py_False) goto hit_out;
+            Py_DECREF(result);
+        }
+    }
+    result = PyTuple_Pack(2, hit, a);
+hit_out:
+    Py_DECREF(hit);
+out:
+    Py_DECREF(a);
     return result;
 }
 
@@ -739,6 +954,12 @@ static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(op, group, seq, kept, hit, first, second, spin, keep): the kept plan of a call "
      "on these arrays run; False where there is none"},
+    {"exchange", (PyCFunction)(void (*)(void))exchange, METH_FASTCALL,
+     "exchange(op, group, output, input, table, extra, quickers, spin, left): the quick "
+     "path of a call from input to output"},
+    {"reduce", (PyCFunction)(void (*)(void))reduce, METH_FASTCALL,
+     "reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most): the quick "
+     "path of a blocking all_reduce in place"},
     {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},
     {"configure", configure, METH_VARARGS, "what the Python side gives the core"},
     {NULL, NULL, 0, NULL},
@@ -751,9 +972,13 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     if (import_mpi4py() < 0) return NULL;
+    import_array1(NULL);
     if (PyType_Ready(&PlanType) < 0) return NULL;
-    str_missed = PyUnicode_InternFromString("missed");
-    if (str_missed == NULL) return NULL;
+    PyObject **names[] = {&str_missed, &str_seq, &str_size, &str_kept, &str_direct,
+                          &str_reduced};
+    const char *texts[] = {"missed", "seq", "_size", "kept", "direct", "reduced"};
+    for (int i = 0; i < 6; i++)
+        if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0) {

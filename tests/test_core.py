@@ -169,3 +169,56 @@ def test_counts_a_tag_cannot_hold_are_compared_by_length(rank, size):
             dist.all_to_all_single(out, inp, recv, split, group=g)
     else:
         dist.all_to_all_single(out, np.zeros(sum(split), np.float32), recv, split, group=g)
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("form", ["all_reduce", "all_gather_into_tensor",
+                                  "reduce_scatter_tensor"])
+def test_a_repeated_call_met_by_another_dtype_raises_on_every_rank(form, rank, size):
+    # every rank repeats the call (its Plan kept, found and run in the core where it is
+    # in use); then rank 1 calls with float32, and rank 0's repeated call, run from the
+    # core's lookup, sees a tag that differs: both raise, and the group still works
+    from mpicoll._collectives import _direct, _signature
+    from mpicoll.errors import SignatureMismatch
+    if size > _direct.MAX_RANKS or not _signature.bits():
+        pytest.skip("direct messages need 2 to 8 ranks and tags with room for a signature")
+    g = dist.new_group(list(range(size)))
+
+    def call(dt):
+        if form == "all_reduce":
+            x = np.full(4, float(rank + 1), dt)
+            dist.all_reduce(x, group=g)
+            return x, np.full(4, size * (size + 1) / 2)
+        if form == "all_gather_into_tensor":
+            out = np.zeros(2 * size, dt)
+            dist.all_gather_into_tensor(out, np.full(2, float(rank), dt), group=g)
+            return out, np.repeat(np.arange(size, dtype=np.float64), 2)
+        out = np.zeros(2, dt)
+        dist.reduce_scatter_tensor(out, np.arange(2 * size, dtype=dt) + rank, group=g)
+        return out, np.arange(2 * rank, 2 * rank + 2) * size + size * (size - 1) / 2
+
+    for _ in range(3):
+        got, want = call(np.float64)
+        np.testing.assert_array_equal(got, want)
+    if rank in (0, 1):
+        with pytest.raises(SignatureMismatch, match=form):
+            call(np.float32 if rank == 1 else np.float64)
+    else:  # (the others' peers include rank 1: they raise too, or meet rank 0's call)
+        try:
+            call(np.float64)
+        except SignatureMismatch:
+            pass
+    dist.barrier(group=g)
+
+
+def test_a_reduce_scatter_fold_equals_numpy():
+    # the Python fold of a reduce_scatter's chunks (where the core left it: the counts'
+    # check off), as the core's: this rank's chunk, then each peer's in rank order
+    from mpicoll._collectives._messages import Fold
+    rng = np.random.default_rng(5)
+    own, scratch, out = rng.random(3), rng.random(4 * 3), np.zeros(3)
+    Fold.of((MPI.SUM, 2, out, scratch, own), MPI.DOUBLE)()
+    want = own.copy()
+    for j in (0, 1, 3):
+        want = scratch[3 * j:3 * j + 3] + want
+    np.testing.assert_array_equal(out, want)

@@ -117,7 +117,7 @@ def quick(name: str, pg: Any, a: Any, hit: tuple, op: Any, keep: Any = None) -> 
         _, _, _, d, bufs, args, fold = entry
     else:  # (a Plan: the core's, run here this once, by the Python path's issue)
         d, bufs, args = entry.direct, (None, None, None, None, entry.datatype), entry.args
-        fold = Fold(entry.fold[0], entry.datatype, *entry.fold[1:])
+        fold = Fold.of(entry.fold, entry.datatype)
     issue(name, pg, d, args, bufs, None, fold, keep=keep, depth=4, started=entry,
           fold=fold.spec)
     _direct.put_back(pg.kept, key, entry)

@@ -8,7 +8,7 @@ from typing import Any
 from numpy import copyto as _copyto
 from numpy import ndarray as _ndarray
 
-from .. import _departed, _env
+from .. import _core_loader, _departed, _env, _polling
 from .._adapter.buffer import quick_array as _quick_array
 from .._adapter.views import QUICKERS
 from .._checkmode import verify
@@ -141,6 +141,13 @@ def quick_then_copy(op: str, group: Any, method: str, args: tuple,
         _copyto(*copy)
 
 
+def quick_allowed() -> bool:
+    """Whether a call may take a quick path at all: settings read, checked mode off, and
+    no pending Work whose memory the call must be ordered after (as_buffer orders it)."""
+    s_ = _env._settings
+    return not (s_ is None or s_.check or _pending)
+
+
 def quick_array(tensor: Any, writable: bool = True) -> Any:
     """The numpy array over ``tensor``'s memory when the call can take :func:`quick`'s
     path (contiguous, writable if ``writable``, plain dtype, no staging, counts that fit an
@@ -167,6 +174,17 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     s_ = _env._settings
     if s_ is None or s_.check or _pending:  # (pending Works: as_buffer orders the call)
         return False
+    core = _core_loader.module
+    if core is not None:  # the same tests and lookup in C, and a kept Plan run there
+        found = core.exchange(op, group, output, input, table, extra, QUICKERS,
+                              len(_polling.spin), _departed.left)
+        if found is True or found is False:
+            return found
+        if len(found) == 3:  # (no Plan run: the call is made here)
+            exchanged(op, group, *found, (output, input))
+        else:  # (the Plan's run did not finish: an MPI error, a tag that differs)
+            _direct.settled(core, op, group, *found, (output, input))
+        return True
     # quick_array's tests, inline (this is the per-call path)
     if type(output) is _ndarray:
         fr = output.flags

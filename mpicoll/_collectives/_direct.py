@@ -29,20 +29,19 @@ from numpy import frombuffer as _frombuffer
 from numpy import ndarray as _ndarray
 
 from .. import _core_loader, _departed, _polling
-from .._describe import mpi_error
 from .._mpi import MPI
 from .._process_group import direct_ranks
 from .._recorder import kept as recorded
 from .._recorder import recording
 from .._work import Work
-from ._messages import Direct, Fold, _explain, free, issue
+from ._messages import Direct, Fold, free, issue, settle_core
 from ._own_block import own_block_copy
 from ._pack import displs
 from ._signature import signature
 from ._sizes import Sizes, _kept, exchange
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
-           "keeps", "over", "put_back", "single", "span", "started",
+           "keeps", "over", "put_back", "run_kept", "settled", "single", "span", "started",
            "take"]
 
 
@@ -158,26 +157,33 @@ def run_kept(core: Any, op: str, group: Any, hit: Any, first: Any, second: Any,
         res = core.run(op, group, seq, group.kept, hit, first, second, len(_polling.spin),
                        keep)
     except MPI.Exception as e:
-        group.seq = seq
-        plan = group.kept.pop(plan_key(hit, first, second))  # (put back by the core)
-        _explain(plan.direct, plan.reqs, plan.statuses, group._rank, plan.datatype, op,
-                 group, seq, (plan.args, keep), True)
-        raise mpi_error(op, e, plan.args) from e
+        settled(core, op, group, hit, first, second, seq, e, keep)
     if res is False:
         return False
-    group.seq = seq
-    if res is not None:  # a tag or a length differs
-        key = plan_key(hit, first, second)
-        plan = group.kept[key]
-        try:
-            plan.direct.check(plan.statuses, group._rank, plan.datatype)
-        except BaseException:
-            core.failed(res)
-            free(group.kept.pop(key).reqs)
-            raise
-        if plan.fold is not None:  # (the counts' check off: not reduced there)
-            Fold(plan.fold[0], plan.datatype, *plan.fold[1:])()
+    if res is None:
+        group.seq = seq
+    else:
+        settled(core, op, group, hit, first, second, seq, res, keep)
     return True
+
+
+def settled(core: Any, op: str, group: Any, hit: Any, first: Any, second: Any, seq: int,
+            outcome: Any, keep: Any) -> None:
+    """Call ``seq`` of a kept ``Plan`` that the core did not finish (``outcome``: the MPI
+    error, or the record's id where a tag or length differs), settled as
+    :func:`._messages.settle_core` does: raised, the plan no longer kept; or, where the
+    counts' check is off, the blocks reduced here."""
+    group.seq = seq
+    key = plan_key(hit, first, second)
+    plan = group.kept[key]
+    try:
+        settle_core(core, op, group, seq, plan.direct, plan.reqs, plan.statuses,
+                    plan.datatype, plan.args, keep, outcome)
+    except BaseException:
+        group.kept.pop(key, None)
+        raise
+    if plan.fold is not None:  # (not reduced in the core)
+        Fold.of(plan.fold, plan.datatype)()
 
 
 def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tuple]],

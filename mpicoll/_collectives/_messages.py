@@ -21,8 +21,8 @@ from .._recorder import done, issued, kept, recording, waiting
 from .._tags import tag_ub
 from .._wait import wait_requests
 from .._work import Work
-from . import _large
 from ..errors import SignatureMismatch, torch_flavoured
+from . import _large
 from ._signature import bits, differs
 from ._sizes import Sizes
 
@@ -148,21 +148,37 @@ class Direct:
 
 
 class Fold:
-    """The reduction of an all_reduce's blocks in rank order into ``buf`` (its own block,
-    in place), each peer's block in ``scratch`` at its rank's place: x0 op x1 op ...
-    (:mod:`._all_reduce_direct`); what the compiled core makes of :attr:`spec`
-    (mpicoll/_core.c, reduce_in_rank_order), here with mpi4py's ``Reduce_local``, call
-    for call the same."""
+    """The reduction of a direct call's blocks in rank order, as the compiled core makes
+    it from :attr:`spec` (mpicoll/_core.c, reduce_in_rank_order), here with mpi4py's
+    ``Reduce_local``, call for call the same. An all_reduce's (:mod:`._all_reduce_direct`):
+    into ``buf`` (its own block, in place), each peer's block in ``scratch`` at its rank's
+    place: x0 op x1 op .... A reduce_scatter's (``own``: this rank's own chunk): ``own``
+    reduced with each peer's chunk into ``buf``."""
 
-    __slots__ = ("buf", "dt", "me", "mpi_op", "scratch", "spec")
+    __slots__ = ("buf", "dt", "me", "mpi_op", "own", "scratch", "spec")
 
-    def __init__(self, mpi_op: Any, dt: Any, me: int, buf: Any, scratch: Any) -> None:
+    def __init__(self, mpi_op: Any, dt: Any, me: int, buf: Any, scratch: Any,
+                 own: Any = None) -> None:
         self.mpi_op, self.dt, self.me, self.buf, self.scratch = mpi_op, dt, me, buf, scratch
-        self.spec = (mpi_op, me, buf, scratch)
+        self.own = own
+        self.spec = (mpi_op, me, buf, scratch) if own is None else \
+            (mpi_op, me, buf, scratch, own)
+
+    @classmethod
+    def of(cls, spec: tuple, dt: Any) -> Fold:
+        """The fold of a core ``Plan``'s ``spec`` (:attr:`spec`) on datatype ``dt``."""
+        return cls(spec[0], dt, *spec[1:])
 
     def __call__(self) -> None:
         c, me = self.buf.size, self.me
         flat = self.buf.reshape(-1)
+        if self.own is not None:
+            _copyto(flat, self.own.reshape(-1))
+            for j in range(self.scratch.size // c if c else 0):
+                if j != me:
+                    self.mpi_op.Reduce_local([self.scratch[j * c:(j + 1) * c], self.dt],
+                                             [flat, self.dt])
+            return
         acc = flat if me == 0 else self.scratch[:c]
         for j in range(1, self.scratch.size // c):
             src = flat if j == me else self.scratch[j * c:(j + 1) * c]
@@ -291,22 +307,33 @@ def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tup
                                  kept(args, sts) if recording() else None,
                                  len(_polling.spin), args, fold)
     except MPI.Exception as e:
-        _explain(direct, reqs, sts, group._rank, dt, op, group, seq, (args, keep), True)
-        raise mpi_error(op, e, args) from e
+        settle_core(core, op, group, seq, direct, reqs, sts, dt, args, keep, e)
     except BaseException:  # (not an MPI error: the own block's copy; all complete)
         free(reqs)
         raise
     if differs is not None:
-        try:
-            direct.check(sts, group._rank, dt)
-        except BaseException:
-            core.failed(differs)
-            free(reqs)
-            raise
+        settle_core(core, op, group, seq, direct, reqs, sts, dt, args, keep, differs)
     elif fold is not None:  # (reduced in the core)
         return
     if finalize is not None:
         finalize()
+
+
+def settle_core(core: Any, op: str, group: Any, seq: int, direct: Direct, reqs: list[Any],
+                sts: list[Any], dt: Any, args: tuple, keep: Any, outcome: Any) -> None:
+    """What the compiled core left of call ``seq``'s messages (persistent ``reqs``): an
+    MPI error (``outcome``, raised: what the tags say first, :func:`_explain`), or the
+    record's id where a tag or a length differs (:meth:`Direct.check` raises, the record
+    marked failed and ``reqs`` freed; returns where the counts' check is off)."""
+    if isinstance(outcome, MPI.Exception):
+        _explain(direct, reqs, sts, group._rank, dt, op, group, seq, (args, keep), True)
+        raise mpi_error(op, outcome, args) from outcome
+    try:
+        direct.check(sts, group._rank, dt)
+    except BaseException:
+        core.failed(outcome)
+        free(reqs)
+        raise
 
 
 def free(reqs: list[Any]) -> None:

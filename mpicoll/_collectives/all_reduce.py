@@ -6,12 +6,14 @@ from typing import Any
 
 from .. import _core_loader, _departed, _polling
 from .._adapter import as_buffer
+from .._adapter.views import QUICKERS
 from .._describe import mpi_error
 from .._mpi import MPI
 from .._process_group import _State, resolve
 from .._work import Work
-from . import _all_reduce_direct, _reduce
-from ._call import issue, quick, quick_array
+from . import _all_reduce_direct, _direct, _reduce
+from ._call import issue, quick, quick_allowed, quick_array
+from ._large import INT_MAX
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -37,14 +39,25 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
     if type(op) is ReduceOp and not async_op:
         # the common call, checked as below with what earlier calls of this dtype and op
         # established: contiguous, writable, no step after the reduction
-        a = quick_array(tensor)
-        hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
-        if hit is not None:
-            if pg.direct is not None and _all_reduce_direct.chosen(pg, a.size):
+        core = _core_loader.module
+        if core is not None and quick_allowed():  # (the tests, lookup and kept Plan in C)
+            found = core.reduce(name, pg, tensor, _reduce.QUICK, op, QUICKERS,
+                                len(_polling.spin), _departed.left,
+                                _all_reduce_direct.MAX_COUNT)
+            if found is True:
+                return None
+            if found is not False and len(found) == 5:  # (the Plan's run did not finish)
+                _direct.settled(core, name, pg, *found, tensor)
+                return None
+            hit, a = found if found is not False else (None, None)
+        else:
+            a = quick_array(tensor)
+            hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
+        if hit is not None and a.size <= INT_MAX:
+            if _all_reduce_direct.chosen(pg, a.size):
                 # messages, kept, run and reduced in C where the core is in use
                 _all_reduce_direct.quick(name, pg, a, hit, op, keep=tensor)
                 return None
-            core = _core_loader.module
             if core is not None and not _departed.left:
                 # numbered, issued, waited on (watched past its tests) and recorded in C
                 seq = pg.seq = pg.seq + 1
