@@ -47,6 +47,8 @@
 
 enum { ISSUED = 0, FAILED = 1 };
 enum { ALLREDUCE = 0, BCAST = 1, MESSAGES = 2 }; /* what a record is of */
+/* the MPI collectives of an exchange's quick entry (its method: "Iallgather", ...) */
+enum { NOT_MINE = -1, ALLGATHER = 0, ALLTOALL = 1, REDUCE_SCATTER_BLOCK = 2 };
 
 typedef struct {
     PyObject *id;       /* from the recorder's own counter: one order for both rings */
@@ -202,16 +204,10 @@ static int wait_for(MPI_Request *req, Record *r, long spin, PyObject *op,
 /* call(kind, op, comm, array, datatype, extra, group, seq, spin): one MPI collective on
  * a C-contiguous buffer, blocking: ALLREDUCE in place (extra: the mpi4py Op), BCAST
  * (extra: the root, whose buffer may be read-only). */
-static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "call takes 9 arguments");
-        return NULL;
-    }
-    int kind = (int)PyLong_AsLong(args[0]);
-    PyObject *op = args[1], *array = args[3], *dtobj = args[4], *extra = args[5];
-    PyObject *group = args[6], *seqobj = args[7];
-    MPI_Comm *comm = PyMPIComm_Get(args[2]);
+static PyObject *call_in(int kind, PyObject *op, PyObject *commobj, PyObject *array,
+                         PyObject *dtobj, PyObject *extra, PyObject *group,
+                         PyObject *seqobj, long spin) {
+    MPI_Comm *comm = PyMPIComm_Get(commobj);
     MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
     if (comm == NULL || dt == NULL) return NULL;
     MPI_Op *mop = NULL;
@@ -226,7 +222,6 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     }
     long long seq = PyLong_AsLongLong(seqobj);
-    long spin = PyLong_AsLong(args[8]);
     if (PyErr_Occurred()) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(array, &view, me == root && kind == BCAST ? PyBUF_SIMPLE
@@ -257,6 +252,19 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     }
     if (r != NULL) r->done = now_ns();
     Py_RETURN_NONE;
+}
+
+static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "call takes 9 arguments");
+        return NULL;
+    }
+    int kind = (int)PyLong_AsLong(args[0]);
+    long spin = PyLong_AsLong(args[8]);
+    if (PyErr_Occurred()) return NULL;
+    return call_in(kind, args[1], args[2], args[3], args[4], args[5], args[6], args[7],
+                   spin);
 }
 
 /* this rank's own block, copied while the messages run: copy = (destination, source),
@@ -591,7 +599,8 @@ static PyTypeObject PlanType = {
 };
 
 static PyObject *str_missed = NULL, *str_seq = NULL, *str_size = NULL, *str_kept = NULL;
-static PyObject *str_direct = NULL, *str_reduced = NULL;
+static PyObject *str_direct = NULL, *str_reduced = NULL, *str_comm = NULL;
+static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL, ... */
 
 /* The plan `kept` holds for a call of quick entry `hit` on the arrays `first` and `second`
  * (key: (id(hit), where first lies, where second lies); second None: (id(hit), where
@@ -704,6 +713,35 @@ static PyObject *shape_of(PyArrayObject *a) {
     return t;
 }
 
+/* The MPI error just raised (a new reference), taken from the error indicator; NULL,
+ * the indicator left as it is, where the exception is not MPI's. */
+static PyObject *mpi_error_taken(void) {
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyErr_NormalizeException(&et, &ev, &tb);
+    if (ev != NULL && tb != NULL) PyException_SetTraceback(ev, tb);
+    if (ev == NULL || PyObject_IsInstance(ev, mpi_exception) != 1) {
+        PyErr_Restore(et, ev, tb); /* (not MPI's: raised as it is) */
+        return NULL;
+    }
+    Py_XDECREF(et);
+    Py_XDECREF(tb);
+    return ev;
+}
+
+/* The group's next sequence number (a new reference), or NULL; `set`: stored in the
+ * group now (a call that counts whatever happens next), else left to the caller. */
+static PyObject *next_seq(PyObject *group, int set) {
+    PyObject *now = PyObject_GetAttr(group, str_seq);
+    if (now == NULL) return NULL;
+    long long n = PyLong_AsLongLong(now);
+    Py_DECREF(now);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    PyObject *seq = PyLong_FromLongLong(n + 1);
+    if (seq != NULL && set && PyObject_SetAttr(group, str_seq, seq) < 0) Py_CLEAR(seq);
+    return seq;
+}
+
 /* The Plan the group keeps for quick entry `hit` on `first` and `second`, run as the
  * group's next call (run_plan). Returns True (done, the group's sequence number
  * advanced), False (none kept: nothing done), (hit, first, second, seq, outcome) where
@@ -712,11 +750,8 @@ static PyObject *shape_of(PyArrayObject *a) {
 static PyObject *run_kept_here(PyObject *op, PyObject *group, PyObject *hit,
                                PyObject *first, PyObject *second, long spin,
                                PyObject *keep) {
-    PyObject *kept = PyObject_GetAttr(group, str_kept), *seq = NULL, *result = NULL;
-    PyObject *now = kept == NULL ? NULL : PyObject_GetAttr(group, str_seq);
-    long long n = now == NULL ? -1 : PyLong_AsLongLong(now);
-    Py_XDECREF(now);
-    if (now != NULL && !(n == -1 && PyErr_Occurred())) seq = PyLong_FromLongLong(n + 1);
+    PyObject *kept = PyObject_GetAttr(group, str_kept), *result = NULL;
+    PyObject *seq = kept == NULL ? NULL : next_seq(group, 0);
     if (seq == NULL) {
         Py_XDECREF(kept);
         return NULL;
@@ -728,25 +763,88 @@ static PyObject *run_kept_here(PyObject *op, PyObject *group, PyObject *hit,
         if (PyObject_SetAttr(group, str_seq, seq) == 0) result = Py_NewRef(Py_True);
     } else if (res == Py_False) {
         result = res;
-    } else { /* an MPI error, or a tag that differs: the caller settles it */
-        if (res == NULL) {
-            PyObject *et, *ev, *tb;
-            PyErr_Fetch(&et, &ev, &tb);
-            PyErr_NormalizeException(&et, &ev, &tb);
-            if (ev != NULL && tb != NULL) PyException_SetTraceback(ev, tb);
-            if (ev == NULL || PyObject_IsInstance(ev, mpi_exception) != 1) {
-                PyErr_Restore(et, ev, tb); /* (not MPI's: raised as it is) */
-                Py_DECREF(seq);
-                return NULL;
-            }
-            Py_XDECREF(et);
-            Py_XDECREF(tb);
-            res = ev;
-        }
+    } else if (res != NULL || (res = mpi_error_taken()) != NULL) {
+        /* an MPI error, or a tag that differs: the caller settles it */
         result = PyTuple_Pack(5, hit, first, second, seq, res);
         Py_DECREF(res);
     }
     Py_DECREF(seq);
+    return result;
+}
+
+/* Which MPI collective an exchange's quick entry names (its method), where the core
+ * makes it: NOT_MINE for the others (Ialltoallv, Iallgatherv, Ireduce_scatter, ...). */
+static int method_kind(PyObject *method) {
+    if (method == NULL || !PyUnicode_Check(method)) return NOT_MINE;
+    for (int k = ALLGATHER; k <= REDUCE_SCATTER_BLOCK; k++)
+        if (method == str_methods[k] || PyUnicode_Compare(method, str_methods[k]) == 0)
+            return k;
+    PyErr_Clear();
+    return NOT_MINE;
+}
+
+/* The MPI collective of quick entry `hit` = (method, send count, receive count,
+ * datatype, (op,) or None, own block, sizes) from `s` to `r`, blocking, numbered and
+ * recorded (the record keeps what mpicoll._recorder.kept keeps of its arguments).
+ * Returns True, or (hit, s, r, error) where MPI raised (the caller explains it). */
+static PyObject *exchange_in(int kind, PyObject *op, PyObject *group, PyObject *hit,
+                             PyArrayObject *s, PyArrayObject *r, long spin,
+                             PyObject *keep) {
+    PyObject *sc = PyTuple_GET_ITEM(hit, 1), *rc = PyTuple_GET_ITEM(hit, 2);
+    PyObject *dtobj = PyTuple_GET_ITEM(hit, 3), *after = PyTuple_GET_ITEM(hit, 4);
+    MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
+    MPI_Op *mop = NULL;
+    if (dt == NULL) return NULL;
+    if (kind == REDUCE_SCATTER_BLOCK) {
+        if (!PyTuple_Check(after) || PyTuple_GET_SIZE(after) != 1) {
+            PyErr_SetString(PyExc_ValueError, "exchange: a reduce_scatter entry's op");
+            return NULL;
+        }
+        if ((mop = PyMPIOp_Get(PyTuple_GET_ITEM(after, 0))) == NULL) return NULL;
+    }
+    long long scount = PyLong_AsLongLong(sc), rcount = PyLong_AsLongLong(rc);
+    if (PyErr_Occurred()) return NULL;
+    if (scount > INT_MAX || rcount > INT_MAX || scount < 0 || rcount < 0) {
+        PyErr_SetString(PyExc_OverflowError, "exchange: counts outside an int");
+        return NULL;
+    }
+    PyObject *commobj = PyObject_GetAttr(group, str_comm);
+    if (commobj == NULL) return NULL;
+    MPI_Comm *comm = PyMPIComm_Get(commobj);
+    PyObject *seq = comm == NULL ? NULL : next_seq(group, 1), *result = NULL;
+    if (seq == NULL) goto out;
+    Record *rec = NULL;
+    if (capacity > 0) { /* (what the Python path's record keeps: counts, datatype, op) */
+        PyObject *meta = Py_BuildValue("((OO)(OO)O)", sc, dtobj, rc, dtobj,
+                                       after == Py_None ? PyTuple_New(0) : Py_NewRef(after));
+        if (meta == NULL) goto out;
+        rec = record(op, group, PyLong_AsLongLong(seq), rcount, dtobj, NULL, meta);
+        Py_DECREF(meta);
+    }
+    void *sb = PyArray_DATA(s), *rb = PyArray_DATA(r);
+    MPI_Request req = MPI_REQUEST_NULL;
+    int err = kind == ALLGATHER
+        ? MPI_Iallgather(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm, &req)
+        : kind == ALLTOALL
+        ? MPI_Ialltoall(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm, &req)
+        : MPI_Ireduce_scatter_block(sb, rb, (int)rcount, *dt, *mop, *comm, &req);
+    if (err == MPI_SUCCESS) err = wait_for(&req, rec, spin, op, group, seq, keep);
+    if (rec != NULL) {
+        rec->done = now_ns();
+        if (err != MPI_SUCCESS) rec->state = FAILED;
+    }
+    if (err == MPI_SUCCESS) {
+        result = Py_NewRef(Py_True);
+    } else if (raise_mpi(err) == NULL) {
+        PyObject *e = mpi_error_taken();
+        if (e != NULL) {
+            result = PyTuple_Pack(4, hit, (PyObject *)s, (PyObject *)r, e);
+            Py_DECREF(e);
+        }
+    }
+out:
+    Py_XDECREF(seq);
+    Py_DECREF(commobj);
     return result;
 }
 
@@ -798,15 +896,22 @@ static PyObject *exchange(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (left < 0) goto hit_out;
     PyObject *method = PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) > 0
         ? PyTuple_GET_ITEM(hit, 0) : NULL;
-    if (!left && method != NULL &&
+    int kind = left || method == NULL || PyTuple_GET_SIZE(hit) != 7 ? NOT_MINE
+        : method_kind(method);
+    int direct = !left && method != NULL && kind == NOT_MINE &&
         (method == str_direct || method == str_reduced ||
          (PyUnicode_Check(method) && (PyUnicode_Compare(method, str_direct) == 0 ||
-                                      PyUnicode_Compare(method, str_reduced) == 0)))) {
+                                      PyUnicode_Compare(method, str_reduced) == 0)));
+    if (kind != NOT_MINE && (PyTuple_GET_ITEM(hit, 5) != Py_None ||
+                             PyTuple_GET_ITEM(hit, 6) != Py_None))
+        kind = NOT_MINE; /* (an own block to copy, counts beside the data: Python's) */
+    if (direct || kind != NOT_MINE) {
         long spin = PyLong_AsLong(args[7]);
         if (spin == -1 && PyErr_Occurred()) goto hit_out;
         PyObject *keep = PyTuple_Pack(2, output, input);
         if (keep == NULL) goto hit_out;
-        result = run_kept_here(op, group, hit, s, r, spin, keep);
+        result = direct ? run_kept_here(op, group, hit, s, r, spin, keep)
+                        : exchange_in(kind, op, group, hit, sa, ra, spin, keep);
         Py_DECREF(keep);
         if (result != Py_False) goto hit_out;
         Py_DECREF(result);
@@ -866,11 +971,88 @@ static PyObject *reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             result = run_kept_here(op, group, hit, a, Py_None, spin, tensor);
             if (result != Py_False) goto hit_out;
             Py_DECREF(result);
+            result = PyTuple_Pack(2, hit, a); /* (no Plan kept yet: the caller makes one) */
+            goto hit_out;
         }
+    }
+    if (!left && size <= INT_MAX && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2) {
+        /* MPI's Iallreduce in place, numbered (whatever happens next), recorded */
+        PyObject *comm = PyObject_GetAttr(group, str_comm);
+        PyObject *seq = comm == NULL ? NULL : next_seq(group, 1);
+        PyObject *res = seq == NULL ? NULL
+            : call_in(ALLREDUCE, op, comm, a, PyTuple_GET_ITEM(hit, 0),
+                      PyTuple_GET_ITEM(hit, 1), group, seq, spin);
+        Py_XDECREF(comm);
+        Py_XDECREF(seq);
+        if (res != NULL) {
+            Py_DECREF(res);
+            result = Py_NewRef(Py_True);
+        } else if (seq != NULL) {
+            PyObject *e = mpi_error_taken(); /* (the caller explains it) */
+            if (e != NULL) {
+                result = PyTuple_Pack(3, hit, a, e);
+                Py_DECREF(e);
+            }
+        }
+        goto hit_out;
     }
     result = PyTuple_Pack(2, hit, a);
 hit_out:
     Py_DECREF(hit);
+out:
+    Py_DECREF(a);
+    return result;
+}
+
+/* bcast(op, group, tensor, root, table, quickers, spin, left): the quick path of a
+ * blocking broadcast of `tensor` (mpicoll/_collectives/rooted.py says when and what): the
+ * array (quick_array, writable) and `table` holding the MPI datatype the general path
+ * validated for its dtype: MPI's Ibcast from group rank `root`, numbered (whatever
+ * happens next), recorded. Returns False (the general path takes the call), True (done),
+ * (datatype, a) (a rank has left: the caller makes the call), or (datatype, a, error)
+ * where MPI raised (the caller explains it). */
+static PyObject *bcast(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "bcast takes 8 arguments");
+        return NULL;
+    }
+    PyObject *op = args[0], *group = args[1], *tensor = args[2], *root = args[3];
+    if (!PyDict_Check(args[4]) || !PyDict_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "bcast: table and quickers are dicts");
+        return NULL;
+    }
+    PyObject *a = quick_array(tensor, 1, args[5]), *result = NULL;
+    if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
+    PyObject *dt = PyArray_SIZE((PyArrayObject *)a) > INT_MAX ? NULL
+        : PyDict_GetItemWithError(args[4], (PyObject *)PyArray_DESCR((PyArrayObject *)a));
+    if (dt == NULL) {
+        if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
+        goto out;
+    }
+    long spin = PyLong_AsLong(args[6]);
+    int left = PyObject_IsTrue(args[7]);
+    if (PyErr_Occurred() || left < 0) goto out;
+    if (left) {
+        result = PyTuple_Pack(2, dt, a);
+        goto out;
+    }
+    PyObject *comm = PyObject_GetAttr(group, str_comm);
+    PyObject *seq = comm == NULL ? NULL : next_seq(group, 1);
+    PyObject *res = seq == NULL ? NULL
+        : call_in(BCAST, op, comm, a, dt, root, group, seq, spin);
+    Py_XDECREF(comm);
+    Py_XDECREF(seq);
+    if (res != NULL) {
+        Py_DECREF(res);
+        result = Py_NewRef(Py_True);
+    } else if (seq != NULL) {
+        PyObject *e = mpi_error_taken(); /* (the caller explains it) */
+        if (e != NULL) {
+            result = PyTuple_Pack(3, dt, a, e);
+            Py_DECREF(e);
+        }
+    }
 out:
     Py_DECREF(a);
     return result;
@@ -960,6 +1142,9 @@ static PyMethodDef methods[] = {
     {"reduce", (PyCFunction)(void (*)(void))reduce, METH_FASTCALL,
      "reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most): the quick "
      "path of a blocking all_reduce in place"},
+    {"bcast", (PyCFunction)(void (*)(void))bcast, METH_FASTCALL,
+     "bcast(op, group, tensor, root, table, quickers, spin, left): the quick path of a "
+     "blocking broadcast"},
     {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},
     {"configure", configure, METH_VARARGS, "what the Python side gives the core"},
     {NULL, NULL, 0, NULL},
@@ -975,9 +1160,11 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     import_array1(NULL);
     if (PyType_Ready(&PlanType) < 0) return NULL;
     PyObject **names[] = {&str_missed, &str_seq, &str_size, &str_kept, &str_direct,
-                          &str_reduced};
-    const char *texts[] = {"missed", "seq", "_size", "kept", "direct", "reduced"};
-    for (int i = 0; i < 6; i++)
+                          &str_reduced, &str_comm, &str_methods[ALLGATHER],
+                          &str_methods[ALLTOALL], &str_methods[REDUCE_SCATTER_BLOCK]};
+    const char *texts[] = {"missed", "seq", "_size", "kept", "direct", "reduced", "comm",
+                           "Iallgather", "Ialltoall", "Ireduce_scatter_block"};
+    for (int i = 0; i < 10; i++)
         if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;

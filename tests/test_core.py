@@ -119,6 +119,12 @@ def test_repeated_exchanges_equal_numpy_and_are_recorded_at_the_call_site(xp, ra
         assert code.co_filename == __file__
         assert any(start <= lasti < end and ln == line for start, end, ln in code.co_lines())
         assert _recorder.state(r) == _recorder.COMPLETED
+    if size == 1:  # MPI's collectives (made in the core where in use): their counts,
+        # datatype and op, as the recorder keeps an MPI call's arguments
+        assert [r[_recorder.META] for r in got[-3:]] == [
+            ((n, MPI.DOUBLE), (n, MPI.DOUBLE), ()),
+            ((n, MPI.DOUBLE), (n, MPI.DOUBLE), (MPI.SUM,)),
+            ((n, MPI.DOUBLE), (n, MPI.DOUBLE), ())]
 
 
 @pytest.mark.mpi(min_size=2)

@@ -180,8 +180,11 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
                               len(_polling.spin), _departed.left)
         if found is True or found is False:
             return found
-        if len(found) == 3:  # (no Plan run: the call is made here)
+        if len(found) == 3:  # (an entry the core does not make: the call is made here)
             exchanged(op, group, *found, (output, input))
+        elif len(found) == 4:  # (the MPI collective raised)
+            (_, sc, rc, dt, mpi_op, _, _), s, r, e = found
+            raise mpi_error(op, e, ((s, sc, dt), (r, rc, dt), *(mpi_op or ()))) from e
         else:  # (the Plan's run did not finish: an MPI error, a tag that differs)
             _direct.settled(core, op, group, *found, (output, input))
         return True

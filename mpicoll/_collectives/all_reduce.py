@@ -49,6 +49,9 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
             if found is not False and len(found) == 5:  # (the Plan's run did not finish)
                 _direct.settled(core, name, pg, *found, tensor)
                 return None
+            if found is not False and len(found) == 3:  # (MPI's Iallreduce raised)
+                hit, a, e = found
+                raise mpi_error(name, e, (MPI.IN_PLACE, [a, hit[0]], hit[1])) from e
             hit, a = found if found is not False else (None, None)
         else:
             a = quick_array(tensor)

@@ -8,15 +8,15 @@ import numpy as np
 
 from .. import _core_loader, _departed, _polling
 from .._adapter import as_buffer
-from .._describe import mpi_error
 from .._adapter.dtypes import mpi_datatype
-from .._adapter.views import PLAIN
+from .._adapter.views import PLAIN, QUICKERS
+from .._describe import mpi_error
 from .._mpi import MPI
 from .._process_group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _direct, _pack, _reduce, _rooted_direct, _validate
-from ._call import issue, quick, quick_array
+from ._call import issue, quick, quick_allowed, quick_array
 from ._rooted_quick import _QUICK, _QUICK_GATHER, _QUICK_SCATTER, quick_rooted
 from ._sizes import rooted as rooted_sizes
 from .reduce_op import ReduceOp, op_name, plan
@@ -35,19 +35,22 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
         return None
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
     if not async_op:
-        a = quick_array(tensor)
-        dt = _QUICK.get(a.dtype) if a is not None else None
-        if dt is not None:
-            core = _core_loader.module
-            if core is not None and not _departed.left:
-                # numbered, issued, waited on (watched past its tests) and recorded in C
-                seq = pg.seq = pg.seq + 1
-                try:
-                    core.call(core.BCAST, name, pg.comm, a, dt, root, pg, seq,
-                              len(_polling.spin))
-                except MPI.Exception as e:
-                    raise mpi_error(name, e, ([a, dt], root)) from e
+        core = _core_loader.module
+        if core is not None and quick_allowed():
+            # the tests, lookup, and the call numbered, issued, waited on (watched past its
+            # tests) and recorded, in C
+            found = core.bcast(name, pg, tensor, root, _QUICK, QUICKERS, len(_polling.spin),
+                               _departed.left)
+            if found is True:
                 return None
+            if found is not False and len(found) == 3:  # (MPI's Ibcast raised)
+                dt, a, e = found
+                raise mpi_error(name, e, ([a, dt], root)) from e
+            dt, a = found if found is not False else (None, None)
+        else:
+            a = quick_array(tensor)
+            dt = _QUICK.get(a.dtype) if a is not None else None
+        if dt is not None:
             quick(name, pg, "Ibcast", ([a, dt], root))
             return None
     _core_loader.load()  # (once: the next such call may take the core's path)
