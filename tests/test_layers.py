@@ -211,6 +211,66 @@ def test_deferred_imports_say_why():
     assert unexplained_deferred(KNOWN, GRAPH) == []
 
 
+# The faces translate a framework's calls into mpicoll's; they reach the layers below
+# through public names only, never a private table or setting (an underscore name: a
+# key rebuilt by hand goes stale silently when the table changes), and nothing of the
+# collectives' private modules. The collectives' argument checks, which the faces
+# share, are the one private module of theirs they import.
+FACES = ("jax", "torch", "paddle")
+SHARED_WITH_FACES = {"mpicoll._collectives._validate"}
+
+
+def private_reaches(root: Path) -> list[str]:
+    """Each underscore name a face imports from, or reads off, a module of mpicoll
+    outside the face (modules aside: the layers are modules such as ``_process_group``;
+    their private names are what is refused)."""
+    known = modules(root)
+    found = []
+    for face in FACES:
+        for path in sorted((root / face).rglob("*.py")):
+            name = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+            name = name.removesuffix(".__init__")
+            own = f"{root.name}.{face}"
+            tree = ast.parse(path.read_text())
+            aliases: dict[str, str] = {}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom):
+                    base = node.module or ""
+                    if node.level:  # (relative: from the face's module's package up)
+                        parts = name.split(".")
+                        if path.name != "__init__.py":
+                            parts = parts[:-1]
+                        parts = parts[:len(parts) - node.level + 1]
+                        base = ".".join(parts + ([node.module] if node.module else []))
+                    if not base.startswith(root.name) or base.startswith(own):
+                        continue
+                    last = base.split(".")[-1]
+                    if base.startswith(f"{root.name}._collectives.") and \
+                            last.startswith("_") and base not in SHARED_WITH_FACES:
+                        found.append(f"{path.name}:{node.lineno} imports from {base}")
+                        continue
+                    for a in node.names:
+                        full = f"{base}.{a.name}"
+                        if full in known:  # (a module)
+                            if a.name.startswith("_") and full not in SHARED_WITH_FACES \
+                                    and ".".join(full.split(".")[:-1]) != root.name:
+                                found.append(f"{path.name}:{node.lineno} imports {full}")
+                            aliases[a.asname or a.name] = full
+                        elif a.name.startswith("_"):
+                            found.append(f"{path.name}:{node.lineno} imports {a.name} "
+                                         f"from {base}")
+                elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                        and node.value.id in aliases and node.attr.startswith("_") \
+                        and not node.attr.startswith("__"):
+                    found.append(f"{path.name}:{node.lineno} reads "
+                                 f"{aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_faces_reach_only_public_names():
+    assert private_reaches(PACKAGE) == []
+
+
 # -- the checks themselves, on a package made for them
 
 
@@ -240,3 +300,24 @@ def test_checker_names_a_cycle_through_a_deferred_import(tiny):
     assert [i.target for i in graph["mpicoll.sub.c"]] == ["mpicoll.a"]
     assert unexplained_deferred(known, graph) == ["mpicoll.b:2 imports mpicoll.sub.c inside "
                                                   "a function"]
+
+
+def test_checker_names_a_face_reaching_a_private_table(tmp_path):
+    pkg = tmp_path / "mpicoll"
+    for d in ("jax", "_collectives"):
+        (pkg / d).mkdir(parents=True)
+        (pkg / d / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_env.py").write_text("_settings = None\n")
+    (pkg / "_collectives" / "all_gather.py").write_text("_QUICK = {}\n")
+    (pkg / "_collectives" / "_reduce.py").write_text("QUICK = {}\n")
+    (pkg / "jax" / "_host.py").write_text(
+        "from .. import _env\nfrom .._collectives import all_gather, _reduce\n"
+        "from .._env import _settings\nT = all_gather._QUICK\nS = _env._settings\n"
+        "from .._collectives._reduce import QUICK\n")
+    assert private_reaches(pkg) == [
+        "_host.py:2 imports mpicoll._collectives._reduce",
+        "_host.py:3 imports _settings from mpicoll._env",
+        "_host.py:6 imports from mpicoll._collectives._reduce",
+        "_host.py:4 reads mpicoll._collectives.all_gather._QUICK",
+        "_host.py:5 reads mpicoll._env._settings"]

@@ -21,16 +21,14 @@ import numpy as np
 
 import mpicoll as _m
 
-from .. import _env
-from ..errors import SizeMismatch
-from .._collectives import _reduce, all_gather, all_to_all, reduce_scatter
-from .._collectives._all_reduce_direct import chosen as goes_direct
-from .._collectives._all_reduce_direct import quick as quick_direct
-from .._collectives._call import exchanged, may_share_memory, quick
+try:  # numpy's C function itself, without the __array_function__ dispatch
+    from numpy._core._multiarray_umath import may_share_memory
+except ImportError:  # numpy < 2
+    from numpy import may_share_memory
+
 from .._collectives.reduce_op import ReduceOp
-from .._mpi import MPI
-from .._pending import pending
 from .._process_group import ProcessGroup, resolve
+from ..errors import SizeMismatch
 
 
 class Twin:
@@ -154,85 +152,57 @@ def _sendrecv(spec: tuple, t: Twin, src: np.ndarray, out: np.ndarray) -> None:
         work.wait()
 
 
-# kind -> (the name calls are made under, the quick table of its general path)
-_EXCHANGES = {"all_gather": ("all_gather_into_tensor", all_gather._QUICK),
-              "reduce_scatter": ("reduce_scatter_tensor", reduce_scatter._QUICK),
-              "all_to_all": ("all_to_all_single", all_to_all._QUICK)}
-
-
 def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
          out_shape: tuple[int, ...], aliased: bool | None = None
          ) -> Callable[[np.ndarray, np.ndarray], bool] | None:
-    """What :func:`run` does for one compiled collective, with everything that cannot
-    change between its calls looked up once: a function of (src, out) that makes the
-    call and returns True, or returns False (nothing done) where :func:`run` must.
+    """What :func:`run` does for one compiled collective, with what cannot change between
+    its calls worked out once (the group, the ReduceOp, the form): a function of (src,
+    out) that makes the call and returns True.
 
     Built when the collective is lowered, for the calls a compiled step repeats
-    (all_reduce, and the even all_gather, reduce_scatter and all_to_all). It makes
-    the MPI call that the general path validated for these dtypes and shapes and
-    stored in its quick table (the first call, through :func:`run`, stores it), through
-    the same :func:`quick` as every quick path: same numbering, departure check and
-    watched wait. Checked mode and pending Works take :func:`run`'s path, as they take
-    the general path everywhere. ``aliased``: whether all_reduce's ``out`` is always
-    ``src``'s buffer (True), never (False), or may be (None: asked on each call).
-    None: no lean form.
+    (all_reduce, and the even all_gather, reduce_scatter and all_to_all). It calls the
+    public collective, as :func:`run` does: its first call validates and remembers the
+    call, and later ones take its quick path (in the compiled core where it is in use:
+    the tests, the lookup, the call and the wait in C). ``aliased``: whether
+    all_reduce's ``out`` is always ``src``'s buffer (True), never (False), or may be
+    (None: asked on each call). None: no lean form.
     """
-    pg, dtype = t.group, np.dtype(dtype)
+    pg = t.group
     if kind == "all_reduce":
-        name, table, key = kind, _reduce.QUICK, (dtype, reduce_op(spec[0]))
-    elif kind in _EXCHANGES and spec[0] is None and (kind != "all_to_all" or
-                                                     spec[1] is None):
-        name, table = _EXCHANGES[kind]  # even forms (the uneven ones keep run's path)
-        # (the group rank: a direct call's messages depend on it)
-        extra = (t.rank if kind in ("all_gather", "all_to_all") else
-                 (reduce_op(spec[1]), t.rank) if kind == "reduce_scatter" else None)
-        key = (dtype, in_shape, dtype, out_shape, t.size, extra)
-    else:
-        return None
-    found: list[Any] = []  # the table's entry, once the general path has stored it
-
-    def find() -> bool:
-        h = table.get(key)
-        if h is not None:
-            found.append(h)
-        return h is not None
-
-    if name == "all_reduce":
-        in_place, rop = MPI.IN_PLACE, key[1]
-        # as all_reduce's own quick path: messages where every rank's call makes them
-        # (_all_reduce_direct), else MPI's Iallreduce
-        direct = goes_direct(pg, int(np.prod(out_shape)))
+        rop = reduce_op(spec[0])
 
         def reduced(src: np.ndarray, out: np.ndarray) -> bool:
-            s_ = _env._settings
-            if s_ is None or s_.check or pending or not (found or find()):
-                return False
             # the buffer lowering aliases the input to the output (XLA copies the input
-            # first where it is still needed): in place; else from one to the other
-            alias = may_share_memory(src, out) if aliased is None else aliased
-            if direct:
-                if not alias:
-                    np.copyto(out, src)
-                quick_direct(name, pg, out, found[0], rop, keep=out)
-                return True
-            dt, op = found[0]
-            quick(name, pg, "Iallreduce", (in_place, [out, dt], op) if alias else
-                  ([src, dt], [out, dt], op))
+            # first where it is still needed): in place; else copied there first
+            if not (may_share_memory(src, out) if aliased is None else aliased):
+                np.copyto(out, src)
+            _m.all_reduce(out, rop, pg)
             return True
 
         return reduced
+    if kind == "all_gather" and spec[0] is None:
 
-    def exchange(src: np.ndarray, out: np.ndarray) -> bool:
-        s_ = _env._settings
-        if s_ is None or s_.check or pending or not (found or find()):
-            return False
-        if name != "all_gather_into_tensor":
-            exchanged(name, pg, found[0], src, out)
+        def gathered(src: np.ndarray, out: np.ndarray) -> bool:
+            try:
+                _m.all_gather_into_tensor(out, src, pg)
+            except SizeMismatch as e:
+                raise _gather_sizes(e, src) from e
             return True
-        try:
-            exchanged(name, pg, found[0], src, out)
-        except SizeMismatch as e:
-            raise _gather_sizes(e, src) from e
-        return True
 
-    return exchange
+        return gathered
+    if kind == "reduce_scatter" and spec[0] is None:
+        rop = reduce_op(spec[1])
+
+        def scattered(src: np.ndarray, out: np.ndarray) -> bool:
+            _m.reduce_scatter_tensor(out, src, rop, pg)
+            return True
+
+        return scattered
+    if kind == "all_to_all" and spec[0] is None and spec[1] is None:
+
+        def exchanged(src: np.ndarray, out: np.ndarray) -> bool:
+            _m.all_to_all_single(out, src, None, None, pg)
+            return True
+
+        return exchanged
+    return None  # (the uneven forms, and the others: run's path)
