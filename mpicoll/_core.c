@@ -43,7 +43,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 3
+#define CORE_API 4
 
 enum { ISSUED = 0, FAILED = 1 };
 enum { ALLREDUCE = 0, BCAST = 1, MESSAGES = 2 }; /* what a record is of */
@@ -1004,17 +1004,21 @@ out:
     return result;
 }
 
-/* bcast(op, group, tensor, root, table, quickers, spin, left): the quick path of a
- * blocking broadcast of `tensor` (mpicoll/_collectives/rooted.py says when and what): the
- * array (quick_array, writable) and `table` holding the MPI datatype the general path
- * validated for its dtype: MPI's Ibcast from group rank `root`, numbered (whatever
- * happens next), recorded. Returns False (the general path takes the call), True (done),
- * (datatype, a) (a rank has left: the caller makes the call), or (datatype, a, error)
- * where MPI raised (the caller explains it). */
+/* bcast(op, group, tensor, root, table, quickers, spin, left, most): the quick path of a
+ * blocking broadcast of `tensor` from group rank `root` (mpicoll/_collectives/rooted.py
+ * says when and what): the array (quick_array, writable) and `table` holding the entry
+ * `hit` = (MPI datatype, root) the general path validated for its dtype and root. Where
+ * the group sends messages (its `direct` communicator) and `tensor` has 1 to `most`
+ * elements, the group's kept Plan of it run here, numbered (run_plan); else MPI's
+ * Ibcast, numbered (whatever happens next), recorded. Returns False (the general path
+ * takes the call), True (done), (hit, a) (a rank has left, or no Plan is kept yet: the
+ * caller makes the call), (hit, a, error) where MPI's Ibcast raised (the caller explains
+ * it), or (hit, a, None, seq, outcome) where the Plan's run did not finish (as
+ * exchange's). */
 static PyObject *bcast(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "bcast takes 8 arguments");
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "bcast takes 9 arguments");
         return NULL;
     }
     PyObject *op = args[0], *group = args[1], *tensor = args[2], *root = args[3];
@@ -1022,25 +1026,46 @@ static PyObject *bcast(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         PyErr_SetString(PyExc_TypeError, "bcast: table and quickers are dicts");
         return NULL;
     }
-    PyObject *a = quick_array(tensor, 1, args[5]), *result = NULL;
+    PyObject *a = quick_array(tensor, 1, args[5]), *result = NULL, *hit = NULL;
     if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
-    PyObject *dt = PyArray_SIZE((PyArrayObject *)a) > INT_MAX ? NULL
-        : PyDict_GetItemWithError(args[4], (PyObject *)PyArray_DESCR((PyArrayObject *)a));
-    if (dt == NULL) {
+    Py_ssize_t size = PyArray_SIZE((PyArrayObject *)a);
+    if (size <= INT_MAX) {
+        PyObject *key = PyTuple_Pack(2, (PyObject *)PyArray_DESCR((PyArrayObject *)a), root);
+        if (key == NULL) goto out;
+        hit = PyDict_GetItemWithError(args[4], key); /* borrowed */
+        Py_DECREF(key);
+    }
+    if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2) {
         if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
         goto out;
     }
+    Py_INCREF(hit);
     long spin = PyLong_AsLong(args[6]);
     int left = PyObject_IsTrue(args[7]);
-    if (PyErr_Occurred() || left < 0) goto out;
+    Py_ssize_t most = PyLong_AsSsize_t(args[8]);
+    if (PyErr_Occurred() || left < 0) goto hit_out;
+    if (!left && size > 0 && size <= most) {
+        PyObject *direct = PyObject_GetAttr(group, str_direct);
+        if (direct == NULL) goto hit_out;
+        int messages_go = direct != Py_None;
+        Py_DECREF(direct);
+        if (messages_go) {
+            result = run_kept_here(op, group, hit, a, Py_None, spin, tensor);
+            if (result != Py_False) goto hit_out;
+            Py_DECREF(result);
+            result = NULL;
+            left = 1; /* (no Plan kept yet: the caller makes one) */
+        }
+    }
     if (left) {
-        result = PyTuple_Pack(2, dt, a);
-        goto out;
+        result = PyTuple_Pack(2, hit, a);
+        goto hit_out;
     }
     PyObject *comm = PyObject_GetAttr(group, str_comm);
     PyObject *seq = comm == NULL ? NULL : next_seq(group, 1);
     PyObject *res = seq == NULL ? NULL
-        : call_in(BCAST, op, comm, a, dt, root, group, seq, spin);
+        : call_in(BCAST, op, comm, a, PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1),
+                  group, seq, spin);
     Py_XDECREF(comm);
     Py_XDECREF(seq);
     if (res != NULL) {
@@ -1049,10 +1074,12 @@ static PyObject *bcast(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     } else if (seq != NULL) {
         PyObject *e = mpi_error_taken(); /* (the caller explains it) */
         if (e != NULL) {
-            result = PyTuple_Pack(3, dt, a, e);
+            result = PyTuple_Pack(3, hit, a, e);
             Py_DECREF(e);
         }
     }
+hit_out:
+    Py_DECREF(hit);
 out:
     Py_DECREF(a);
     return result;
@@ -1143,8 +1170,8 @@ static PyMethodDef methods[] = {
      "reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most): the quick "
      "path of a blocking all_reduce in place"},
     {"bcast", (PyCFunction)(void (*)(void))bcast, METH_FASTCALL,
-     "bcast(op, group, tensor, root, table, quickers, spin, left): the quick path of a "
-     "blocking broadcast"},
+     "bcast(op, group, tensor, root, table, quickers, spin, left, most): the quick path of "
+     "a blocking broadcast"},
     {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},
     {"configure", configure, METH_VARARGS, "what the Python side gives the core"},
     {NULL, NULL, 0, NULL},

@@ -59,12 +59,13 @@ def exchanges_through_alltoallv(monkeypatch):
 
 
 def _forget_quick_paths():
-    """Empty every quick-path table of the collectives (``QUICK``, ``_QUICK*``; not the
-    adapter's QUICKERS, which some of them import)."""
+    """Empty every quick-path table of the collectives (``QUICK``, ``BROADCASTS``,
+    ``_QUICK*``; not the adapter's QUICKERS, which some of them import)."""
     for name, module in list(sys.modules.items()):
         if name.startswith("mpicoll._collectives"):
             for attr, table in vars(module).items():
-                if (attr == "QUICK" or attr.startswith("_QUICK")) and isinstance(table, dict):
+                if (attr in ("QUICK", "BROADCASTS") or attr.startswith("_QUICK")) and \
+                        isinstance(table, dict):
                     table.clear()
 
 

@@ -77,8 +77,9 @@ def test_info_verbose():
     # direct messages on few ranks (MPICOLL_DIRECT: the largest such group)
     most = int(os.environ.get("MPICOLL_DIRECT") or 8)
     assert rows["exchanges"] == (
-        "all_to_all, all_gather, reduce_scatter, gather and scatter (and all_reduce of "
-        f"small tensors) on groups of 2 to {most} ranks: point-to-point messages, each with "
+        "all_to_all, all_gather, reduce_scatter, gather and scatter (and all_reduce and "
+        f"broadcast of small tensors) on groups of 2 to {most} ranks: point-to-point "
+        "messages, each with "
         "its count and the call's signature in its tag; a repeated blocking "
         "call's kept as persistent ones (up to 16 per group; posted where a group's calls "
         "mostly find none)" if most > 1 else

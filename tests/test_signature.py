@@ -14,7 +14,7 @@ import pytest
 
 import mpicoll as dist
 from mpicoll._collectives import _direct, _signature
-from mpicoll.errors import SignatureMismatch
+from mpicoll.errors import SignatureMismatch, SizeMismatch
 
 SENTINEL = -7
 
@@ -162,3 +162,47 @@ def test_an_odd_count_of_another_dtype_raises_too(rank, size, n):
     out = np.zeros(n * size, dt)
     _every_rank_raises(lambda: dist.all_gather_into_tensor(out, np.ones(n, dt)),
                        "all_gather_into_tensor", "dtype")
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+@pytest.mark.parametrize("root_dtype", ["float32", "float64"])
+def test_broadcast_of_another_dtype_raises_off_the_root(rank, size, async_op, root_dtype):
+    # the root's float32 into float64 tensors: on Open MPI before, the others returned
+    # the root's bits in their first half and their own in the rest, silently; float64
+    # into float32 raised MPI's error stack. Now each rank off the root raises; the root's
+    # tensor is its own, untouched
+    other = "float64" if root_dtype == "float32" else "float32"
+    dt = np.dtype(root_dtype if rank == 0 else other)
+    x = np.arange(4, dtype=dt) + 10 * rank
+    if rank == 0:
+        for _ in range(2):
+            _waited(dist.broadcast(x, src=0, async_op=async_op))
+            np.testing.assert_array_equal(x, np.arange(4, dtype=dt))
+    else:
+        _every_rank_raises(lambda: _waited(dist.broadcast(x, src=0, async_op=async_op)),
+                           "broadcast", f"dtype: '{root_dtype}' there, '{other}' here")
+
+
+def test_broadcast_of_another_size_raises_off_the_root(rank, size):
+    x = np.zeros(5 if rank == 0 else 4)
+    if rank == 0:
+        for _ in range(2):
+            dist.broadcast(x, src=0)
+    else:
+        for _ in range(2):
+            with pytest.raises(SizeMismatch, match=r"broadcast: .*the root \(rank 0\) sends "
+                               r"5 elements, and tensor on rank \d holds 4"):
+                dist.broadcast(x, src=0)
+
+
+def test_repeated_broadcasts_from_every_root_stay_right(rank, size):
+    # kept messages per root (a Plan each: the same tensor, another root), small and
+    # past the messages' limit (MPI's Ibcast), numpy's reference
+    from mpicoll._collectives._rooted_direct import MAX_BROADCAST
+    for n in (1, MAX_BROADCAST, MAX_BROADCAST + 1):
+        x = np.zeros(n)
+        for _ in range(3):
+            for root in range(size):
+                x[:] = rank + 1
+                dist.broadcast(x, src=root)
+                np.testing.assert_array_equal(x, np.full(n, root + 1.0))

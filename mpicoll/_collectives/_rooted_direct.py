@@ -1,22 +1,33 @@
-"""[2] gather and scatter as direct messages (:mod:`._direct`): between the root and each
-rank, this rank's own entry copied locally on the root; a repeated blocking call's
-messages kept by the group as persistent ones."""
+"""[2] gather, scatter and small broadcasts as direct messages (:mod:`._direct`): between
+the root and each rank, this rank's own entry copied locally on the root; a repeated
+blocking call's messages kept by the group as persistent ones."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from .. import _core_loader, _departed
 from .._mpi import MPI
+from .._recorder import kept as recorded
+from .._recorder import recording
 from .._work import Work
-from ._direct import keeps, put_back, span, take
+from ._direct import keeps, plan_key, put_back, run_kept, span, take
 from ._layout import area as _area
 from ._layout import displs as _displs
 from ._messages import Direct, issue
 from ._own_block import flat_copy
 from ._signature import signature
 from ._sizes import Sizes, _kept
+from ._sizes import broadcast as broadcast_sizes
 from ._sizes import rooted as rooted_sizes
+
+# the largest broadcast (in elements) sent as direct messages, the root's tensor to each
+# rank: above it, MPI's algorithms (trees, pipelines) win. Its messages' tags carry the
+# count and the call's signature, so a rank whose dtype or size differs from the root's
+# raises (where MPI's broadcast returned a wrong result silently on Open MPI). By
+# elements, so that ranks whose dtypes differ still take the same way (and are told so)
+MAX_BROADCAST = 512
 
 _buffer = MPI.buffer
 _Status = MPI.Status
@@ -104,3 +115,67 @@ def _rooted_bufs(d: Direct, gathering: bool, arr: Any, dt: Any, area: Any,
     if area is None:
         return (arr, d.zeros, None, None, dt) if gathering else (None, None, arr, d.zeros, dt)
     return (None, None, area, displs, dt) if gathering else (area, displs, None, None, dt)
+
+
+def broadcasts(pg: Any, count: int) -> bool:
+    """Whether a broadcast of ``count`` elements on ``pg`` goes as direct messages."""
+    return pg.direct is not None and 0 < count <= MAX_BROADCAST
+
+
+def _broadcast_plan(name: str, pg: Any, root: int, count: int, dtype: Any) -> Direct:
+    me, n = pg._rank, pg._size
+    sizes, sig = broadcast_sizes(name, pg, root, count), signature(name, dtype)
+    if me == root:
+        return _kept(("broadcast", me, root, count, sizes, sig), lambda: Direct(
+            [], [(j, count) for j in range(n) if j != root], [], sizes, n, sig=sig))
+    return _kept(("broadcast", me, root, count, sizes, sig), lambda: Direct(
+        [(root, count, 0)], [], [count], sizes, n, sig=sig))
+
+
+def _broadcast_bufs(d: Direct, is_root: bool, arr: Any, dt: Any) -> tuple:
+    return (arr, d.zeros, None, None, dt) if is_root else (None, None, arr, d.zeros, dt)
+
+
+def broadcast(name: str, pg: Any, root: int, arr: Any, dt: Any,
+              finalize: Callable[[], Any] | None, async_op: bool, outputs: list[Any],
+              sig: Callable[[], dict[str, Any]]) -> Work | None:
+    """The general path's broadcast of the contiguous array ``arr`` from group rank
+    ``root`` as direct messages (:func:`broadcasts`), then ``finalize`` (write-back)."""
+    d = _broadcast_plan(name, pg, root, arr.size, arr.dtype)
+    return issue(name, pg, d, ([arr, dt], root), _broadcast_bufs(d, pg._rank == root, arr, dt),
+                 None, finalize, async_op, outputs, sig=sig, depth=4)
+
+
+def broadcast_quick(name: str, pg: Any, a: Any, hit: tuple, keep: Any = None) -> None:
+    """A blocking broadcast of the plain array ``a`` (``hit``: the MPI datatype and group
+    rank of the root that a general call validated, and True: direct), its messages kept
+    by the group (:func:`._direct.take`) by the entry and where ``a`` lies; where the
+    compiled core is in use, as a ``Plan`` that the core runs without a return here."""
+    core = _core_loader.module
+    if core is not None and not _departed.left and run_kept(core, name, pg, hit, a, None,
+                                                            keep):
+        return
+    dt, root = hit[0], hit[1]
+    key = plan_key(hit, a, None)
+    entry = take(pg, key, hit)
+    if entry is None:
+        d = _broadcast_plan(name, pg, root, a.size, a.dtype)
+        is_root = pg._rank == root
+        bufs = _broadcast_bufs(d, is_root, span(a, is_root), dt)
+        args = ([bufs[0] if is_root else bufs[2], dt], root)
+        if not keeps(pg):  # (posted, as async calls are)
+            issue(name, pg, d, args, bufs, None, keep=keep, depth=4)
+            return
+        reqs = d.prepare(pg.direct, bufs)
+        sts = [_Status() for _ in reqs]
+        if core is None:
+            core = _core_loader.load()  # (where not loaded yet: decided once)
+        entry = (hit, reqs, sts, d, bufs, args) if core is None else core.Plan(
+            hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt, copy=None,
+            meta=recorded(args, sts) if recording() else None, fold=None, args=args)
+    if type(entry) is tuple:
+        _, _, _, d, bufs, args = entry
+    else:  # (a Plan: the core's, run here this once, by the Python path's issue)
+        d, bufs, args = entry.direct, (None, None, None, None, entry.datatype), entry.args
+    issue(name, pg, d, args, bufs, None, keep=keep, depth=4, started=entry)
+    put_back(pg.kept, key, entry)

@@ -1,4 +1,4 @@
-"""[2] The quick paths of gather and scatter (and broadcast's table of datatypes)."""
+"""[2] The quick paths of gather and scatter, and broadcast's table."""
 
 from __future__ import annotations
 
@@ -10,9 +10,13 @@ from ._layout import apart, area, layout
 from ._sizes import rooted as rooted_sizes
 from ._table import Table
 
-# numpy dtype -> MPI datatype, for the quick paths of broadcast and of gather's and
-# scatter's non-root ranks (plain dtypes that a general call has seen)
+# numpy dtype -> MPI datatype, for the quick paths of gather's and scatter's non-root
+# ranks (plain dtypes that a general call has seen)
 _QUICK: dict[Any, Any] = {}
+
+# broadcast's quick path: (numpy dtype, group rank of the root) -> (MPI datatype, root),
+# stored by the general path (plain dtypes); the compiled core reads it too (core.bcast)
+BROADCASTS: dict[tuple, tuple[Any, int]] = Table()
 
 # the roots' quick paths of gather and scatter: (dtype, size of the tensor, root, sizes of
 # the list) -> (counts and displacements, MPI datatype), stored by the general path

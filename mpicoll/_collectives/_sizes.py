@@ -211,6 +211,16 @@ def rooted(name: str, pg: Any, root: int, gathering: bool, mine: int,
                                "and tensor on rank {me} holds {want}", root))
 
 
+def broadcast(name: str, pg: Any, root: int, mine: int) -> Sizes | None:
+    """The count a broadcast's root sends each rank as direct messages, each rank
+    comparing it with ``mine``, its tensor's size; None with one rank, or off."""
+    if pg._size == 1 or not sizes_on():
+        return None
+    return _kept((name, "broadcast", root, mine), lambda: Sizes(
+        name, "Iscatter", [mine] * pg._size if pg._rank == root else None, 1, [mine],
+        "the root (rank {root}) sends {got}, and tensor on rank {me} holds {want}", root))
+
+
 # Sizes made, by everything they are made from: a training loop's calls, whose general
 # path runs again when async or after an overlap, do not remake them per call
 _KEPT: dict[tuple, Any] = {}

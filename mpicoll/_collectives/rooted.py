@@ -17,7 +17,7 @@ from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _direct, _pack, _reduce, _rooted_direct, _validate
 from ._call import issue, quick, quick_allowed, quick_array
-from ._rooted_quick import _QUICK, _QUICK_GATHER, _QUICK_SCATTER, quick_rooted
+from ._rooted_quick import _QUICK, _QUICK_GATHER, _QUICK_SCATTER, BROADCASTS, quick_rooted
 from ._sizes import rooted as rooted_sizes
 from .reduce_op import ReduceOp, op_name, plan
 
@@ -37,30 +37,41 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
     if not async_op:
         core = _core_loader.module
         if core is not None and quick_allowed():
-            # the tests, lookup, and the call numbered, issued, waited on (watched past its
-            # tests) and recorded, in C
-            found = core.bcast(name, pg, tensor, root, _QUICK, QUICKERS, len(_polling.spin),
-                               _departed.left)
+            # the tests, the lookup, and the call numbered, issued (its kept messages, or
+            # MPI's Ibcast), waited on (watched past its tests) and recorded, in C
+            found = core.bcast(name, pg, tensor, root, BROADCASTS, QUICKERS,
+                               len(_polling.spin), _departed.left,
+                               _rooted_direct.MAX_BROADCAST)
             if found is True:
                 return None
+            if found is not False and len(found) == 5:  # (the Plan's run did not finish)
+                _direct.settled(core, name, pg, *found, tensor)
+                return None
             if found is not False and len(found) == 3:  # (MPI's Ibcast raised)
-                dt, a, e = found
-                raise mpi_error(name, e, ([a, dt], root)) from e
-            dt, a = found if found is not False else (None, None)
+                hit, a, e = found
+                raise mpi_error(name, e, ([a, hit[0]], root)) from e
+            hit, a = found if found is not False else (None, None)
         else:
             a = quick_array(tensor)
-            dt = _QUICK.get(a.dtype) if a is not None else None
-        if dt is not None:
-            quick(name, pg, "Ibcast", ([a, dt], root))
+            hit = BROADCASTS.get((a.dtype, root)) if a is not None else None
+        if hit is not None:
+            if _rooted_direct.broadcasts(pg, a.size):
+                _rooted_direct.broadcast_quick(name, pg, a, hit, keep=tensor)
+            else:
+                quick(name, pg, "Ibcast", ([a, hit[0]], root))
             return None
     _core_loader.load()  # (once: the next such call may take the core's path)
     buf = as_buffer(tensor, writable=pg.my_rank != root, op=name, name="tensor")
     arr = buf.array
+    dt = mpi_datatype(arr.dtype)
     if buf.dtype in PLAIN:
-        _QUICK[arr.dtype] = mpi_datatype(arr.dtype)
-    return issue(name, pg, "Bcast", ([arr, mpi_datatype(arr.dtype)], root), buf.commit_hook,
-                 async_op, [tensor],
-                 sig=lambda: {"dtype": buf.dtype, "numel": buf.numel, "root": root})
+        BROADCASTS[(arr.dtype, root)] = (dt, root)
+    sig = lambda: {"dtype": buf.dtype, "numel": buf.numel, "root": root}  # noqa: E731
+    if _rooted_direct.broadcasts(pg, arr.size):  # (alike on every rank: the group, the size)
+        return _rooted_direct.broadcast(name, pg, root, arr, dt, buf.commit_hook, async_op,
+                                        [tensor], sig)
+    return issue(name, pg, "Bcast", ([arr, dt], root), buf.commit_hook, async_op, [tensor],
+                 sig=sig)
 
 
 def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
