@@ -815,7 +815,7 @@ static PyObject *exchange_in(int kind, PyObject *op, PyObject *group, PyObject *
     if (seq == NULL) goto out;
     Record *rec = NULL;
     if (capacity > 0) { /* (what the Python path's record keeps: counts, datatype, op) */
-        PyObject *meta = Py_BuildValue("((OO)(OO)O)", sc, dtobj, rc, dtobj,
+        PyObject *meta = Py_BuildValue("((OO)(OO)N)", sc, dtobj, rc, dtobj,
                                        after == Py_None ? PyTuple_New(0) : Py_NewRef(after));
         if (meta == NULL) goto out;
         rec = record(op, group, PyLong_AsLongLong(seq), rcount, dtobj, NULL, meta);
