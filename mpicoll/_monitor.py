@@ -91,6 +91,9 @@ class Monitor:
             if late:
                 self._timed_out(late[0], now)
             self._notices(active, now)
+            # (the waits hold their calls' arguments, the caller's tensors: not kept
+            # while this thread sleeps, up to a tick after the waits ended)
+            del active, late
             for source in self.sources:
                 source(now)
 

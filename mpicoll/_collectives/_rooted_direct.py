@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numpy import frombuffer as _frombuffer
+
 from .. import _core_loader, _departed
 from .._mpi import MPI
 from .._recorder import kept as recorded
@@ -162,7 +164,8 @@ def broadcast_quick(name: str, pg: Any, a: Any, hit: tuple, keep: Any = None) ->
         d = _broadcast_plan(name, pg, root, a.size, a.dtype)
         is_root = pg._rank == root
         bufs = _broadcast_bufs(d, is_root, span(a, is_root), dt)
-        args = ([bufs[0] if is_root else bufs[2], dt], root)
+        # (for the record and errors: an array over the same memory, owning none)
+        args = ([_frombuffer(bufs[0] if is_root else bufs[2], a.dtype), dt], root)
         if not keeps(pg):  # (posted, as async calls are)
             issue(name, pg, d, args, bufs, None, keep=keep, depth=4)
             return
