@@ -56,8 +56,9 @@ def load() -> Any:
     module = core
     why = (f"in use ({family} family, built against MPI {core.MPI_VERSION}."
            f"{core.MPI_SUBVERSION}): repeated blocking calls are issued, waited on and "
-           "recorded in C (all_reduce and broadcast; on groups of 2 to 8 ranks the "
-           "messages of the others)")
+           "recorded in C (all_reduce, broadcast, all_to_all_single, "
+           "all_gather_into_tensor, reduce_scatter_tensor; on groups of 2 to 8 ranks "
+           "the kept messages of every collective)")
     return core
 
 

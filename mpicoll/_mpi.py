@@ -23,7 +23,7 @@ exactly when MPI is started, never by ``import mpicoll``:
   binomial reduce and broadcast (1.3-3.1x the blocking in-place ``Allreduce`` up to
   64 MiB; its Rabenseifner algorithm 1.00-1.14x). Where the user has not chosen, mpicoll
   chooses those (``LIBNBC_CHOSEN``; an Open MPI setting that other MPIs ignore; ``python
-  -m mpicoll info`` says so; the measurements are in docs/performance.md).
+  -m mpicoll info`` says so).
 """
 
 from __future__ import annotations

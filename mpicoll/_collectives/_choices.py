@@ -4,7 +4,7 @@ Every collective is issued nonblocking, so it runs MPI's nonblocking algorithms,
 which are tuned apart from the blocking ones. Where a library's nonblocking call
 measured far slower than its blocking call, and an equivalent call did not, mpicoll
 makes the equivalent call (``python -m mpicoll info`` lists the choices; the
-measurements are in docs/performance.md).
+figures are beside each choice below).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 On an MPI-4 library the counts beside a call's data go in a persistent collective
 (``MPI_Alltoall_init``, ``MPI_Allreduce_init``, ``MPI_Gather_init``,
 ``MPI_Scatter_init``) restarted with ``MPI_Start``, which costs less than a new
-nonblocking collective per call (docs/performance.md). A group keeps a :class:`Ring` of
+nonblocking collective per call (measured in docs/performance.md's history:
+``git log -p -- docs/performance.md``). A group keeps a :class:`Ring` of
 ``SLOTS`` of them per form, made at its first call of that form (every rank makes them at
 the same call, in the same order) and taken in turn, so every rank starts the same slot
 for the same call.

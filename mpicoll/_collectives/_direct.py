@@ -14,7 +14,7 @@ receiver, worded by :mod:`._sizes`) with no message beyond the data (:mod:`._mes
 One call's messages pair up with the same call's on each peer: every rank posts them in
 call order, one per pair of ranks that the call links (empty ones too), and MPI keeps
 the messages between two ranks on one communicator in order. (Measured against MPI's
-collectives with their counts beside them: docs/performance.md.)
+collectives with their counts beside them: the history of docs/performance.md.)
 
 ``MPICOLL_DIRECT``: the largest group that goes direct (default 8; 0: never), read when
 the first group is made (:func:`mpicoll._process_group.direct_ranks`).

@@ -1,4 +1,4 @@
-"""Small calls with warm and with cold caches (docs/performance.md, "Cold caches"): each
+"""Small calls with warm and with cold caches (docs/performance.md, "Small machines"): each
 call timed alone, after nothing (warm) or after a 4 MiB copy that evicts this process's
 code and data from the caches (cold), raw mpi4py beside mpicoll, and mpicoll with its
 flight recorder off and on (the ring swapped for None in turn). Medians of 3000 calls.
