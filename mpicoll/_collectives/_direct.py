@@ -29,6 +29,7 @@ from numpy import frombuffer as _frombuffer
 from numpy import ndarray as _ndarray
 
 from .. import _core_loader, _departed, _polling
+from .._describe import mpi_error
 from .._mpi import MPI
 from .._process_group import direct_ranks
 from .._recorder import kept as recorded
@@ -184,6 +185,26 @@ def settled(core: Any, op: str, group: Any, hit: Any, first: Any, second: Any, s
         raise
     if plan.fold is not None:  # (not reduced in the core)
         Fold.of(plan.fold, plan.datatype)()
+
+
+def core_found(core: Any, op: str, group: Any, found: Any, keep: Any,
+               mpi_args: Callable[[Any, Any], tuple]) -> tuple | None:
+    """What one tensor's quick path in the core (``reduce``, ``bcast``) handed back:
+    None where the call is done (completed, or its Plan's run settled here); else
+    (hit, array) for the caller to make the call, or (None, None): the general path takes
+    it. An MPI error of MPI's collective is raised, its arguments worded by
+    ``mpi_args(hit, array)``."""
+    if found is True:
+        return None
+    if found is False:
+        return None, None
+    if len(found) == 5:  # (the Plan's run did not finish)
+        settled(core, op, group, *found, keep)
+        return None
+    if len(found) == 3:  # (MPI's collective raised)
+        hit, a, e = found
+        raise mpi_error(op, e, mpi_args(hit, a)) from e
+    return found
 
 
 def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tuple]],

@@ -44,15 +44,11 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
             found = core.reduce(name, pg, tensor, _reduce.QUICK, op, QUICKERS,
                                 len(_polling.spin), _departed.left,
                                 _all_reduce_direct.MAX_COUNT)
-            if found is True:
+            found = _direct.core_found(core, name, pg, found, tensor,
+                                       lambda hit, a: (MPI.IN_PLACE, [a, hit[0]], hit[1]))
+            if found is None:
                 return None
-            if found is not False and len(found) == 5:  # (the Plan's run did not finish)
-                _direct.settled(core, name, pg, *found, tensor)
-                return None
-            if found is not False and len(found) == 3:  # (MPI's Iallreduce raised)
-                hit, a, e = found
-                raise mpi_error(name, e, (MPI.IN_PLACE, [a, hit[0]], hit[1])) from e
-            hit, a = found if found is not False else (None, None)
+            hit, a = found
         else:
             a = quick_array(tensor)
             hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None

@@ -10,7 +10,6 @@ from .. import _core_loader, _departed, _polling
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._adapter.views import PLAIN, QUICKERS
-from .._describe import mpi_error
 from .._mpi import MPI
 from .._process_group import _State, resolve
 from .._work import Work
@@ -42,15 +41,11 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
             found = core.bcast(name, pg, tensor, root, BROADCASTS, QUICKERS,
                                len(_polling.spin), _departed.left,
                                _rooted_direct.MAX_BROADCAST)
-            if found is True:
+            found = _direct.core_found(core, name, pg, found, tensor,
+                                       lambda hit, a: ([a, hit[0]], root))
+            if found is None:
                 return None
-            if found is not False and len(found) == 5:  # (the Plan's run did not finish)
-                _direct.settled(core, name, pg, *found, tensor)
-                return None
-            if found is not False and len(found) == 3:  # (MPI's Ibcast raised)
-                hit, a, e = found
-                raise mpi_error(name, e, ([a, hit[0]], root)) from e
-            hit, a = found if found is not False else (None, None)
+            hit, a = found
         else:
             a = quick_array(tensor)
             hit = BROADCASTS.get((a.dtype, root)) if a is not None else None
