@@ -126,7 +126,7 @@ def _table(rows: list[tuple[str, str]]) -> list[str]:
         return []
     width = max(len(k) for k, _ in rows)
     lines = []
-    for i, (key, value) in enumerate(rows):
+    for key, value in rows:
         lines.append(f"{key:<{width}}  {value}")
         for r, theirs in enumerate(every[1:], 1):
             other = dict(theirs).get(key)

@@ -24,7 +24,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
 
 from . import _env, _record_dump, _recorder
 from ._start import mpi

@@ -32,8 +32,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from ._pending import pending
 from ._env import timeout_for
+from ._pending import pending
 from ._watched import watched
 
 Work = Any  # a mpicoll._work.Work (or the torch backend's): duck-typed here

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _env, _polling
-from ._mpi import MPI
 from ._env import timeout_for
+from ._mpi import MPI
 from ._watched import watched
 from .errors import CollectiveTimeout, torch_flavoured
 
