@@ -7,6 +7,11 @@ says so, and why). The wrapper is ``$MPICC``, else the ``mpicc`` beside this Pyt
 It is asked for its flags (MPICH's ``-show``, Open MPI's ``--showme``), and the core is
 built as ``mpicoll._core_mpich`` or ``mpicoll._core_openmpi`` by the family its
 ``mpi.h`` declares, so that one source tree serves a venv of each family.
+
+Where JAX is importable at build time (``make core``: a venv's own build, without pip's
+isolation), the XLA FFI handler of ``mpicoll.jax`` (mpicoll/_jax_ffi.c) is built too,
+against the C header of XLA's FFI that ``jax.ffi.include_dir()`` holds; elsewhere
+``mpicoll.jax`` lowers its collectives to XLA's Python buffer callback.
 """
 
 from __future__ import annotations
@@ -97,6 +102,25 @@ def _core() -> list[Extension]:
                       extra_compile_args=["-O2"])]
 
 
+def _jax_ffi() -> list[Extension]:
+    if os.environ.get("MPICOLL_CORE") == "0":
+        return []
+    try:
+        import jax.ffi
+        import numpy
+    except ImportError:
+        print("mpicoll: jax is not importable at build time: mpicoll.jax's XLA handler is "
+              "not built (its collectives use XLA's Python callback)", file=sys.stderr)
+        return []
+    include = jax.ffi.include_dir()
+    if not os.path.exists(os.path.join(include, "xla", "ffi", "api", "c_api.h")):
+        print(f"mpicoll: no xla/ffi/api/c_api.h under {include}: mpicoll.jax's XLA handler "
+              "is not built", file=sys.stderr)
+        return []
+    return [Extension("mpicoll._jax_ffi", ["mpicoll/_jax_ffi.c"],
+                      include_dirs=[include, numpy.get_include()], extra_compile_args=["-O2"])]
+
+
 class OptionalBuild(build_ext):
     """A core that fails to build leaves the package without it, never uninstallable."""
 
@@ -115,4 +139,4 @@ class OptionalBuild(build_ext):
                   "path", file=sys.stderr)
 
 
-setup(ext_modules=_core(), cmdclass={"build_ext": OptionalBuild})
+setup(ext_modules=_core() + _jax_ffi(), cmdclass={"build_ext": OptionalBuild})

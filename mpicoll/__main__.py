@@ -77,6 +77,7 @@ def info(verbose: bool = False) -> list[tuple[str, str]]:
 
     _core_loader.load()
     rows.append(("compiled core", _core_loader.why))
+    rows.append(("jax handler", _core_loader.jax_handler()[1]))
     aware, why = gpu_aware()
     rows.append(("GPU-aware MPI", f"{'yes' if aware else 'no'} ({why})"))
     large = MPI.Get_version() >= (4, 0)

@@ -5,6 +5,10 @@ setup.py builds ``mpicoll._core_mpich`` (the MPICH ABI: MPICH, Intel MPI, Cray M
 MVAPICH) or ``mpicoll._core_openmpi`` against the MPI its ``mpicc`` names. Here the
 family of the library mpi4py loaded picks the variant, so a core built for the other
 family is never loaded. ``MPICOLL_CORE=0`` keeps the Python path.
+
+The XLA FFI handler of ``mpicoll.jax`` (mpicoll/_jax_ffi.c, ``mpicoll._jax_ffi``) is the
+core's other part: built where JAX's headers are found at build time, loaded by
+:func:`jax_handler`, kept off by ``MPICOLL_CORE=0`` too.
 """
 
 from __future__ import annotations
@@ -60,6 +64,20 @@ def load() -> Any:
            "all_gather_into_tensor, reduce_scatter_tensor; on groups of 2 to 8 ranks "
            "the kept messages of every collective)")
     return core
+
+
+def jax_handler() -> tuple[Any, str]:
+    """``mpicoll._jax_ffi`` (the XLA FFI handler of mpicoll.jax's compiled collectives),
+    or None; and why, in words."""
+    if not flag("MPICOLL_CORE", True):
+        return None, "off (MPICOLL_CORE=0): XLA's Python buffer callback"
+    try:
+        handler = importlib.import_module("mpicoll._jax_ffi")
+    except ImportError as e:
+        return None, (f"not built ({e}); XLA's Python buffer callback; build it where jax "
+                      "is installed: `make core`, or `pip install --no-build-isolation -e .`")
+    return handler, (f"in use (XLA FFI API {handler.FFI_MAJOR}.{handler.FFI_MINOR}): a "
+                     "collective inside jax.jit calls mpicoll's host function from C")
 
 
 def _block(name: str, group: Any, seq: int, keep: Any) -> int:

@@ -37,6 +37,18 @@ def test_the_core_of_this_family_is_in_use_or_off():
     assert f"mpicoll._core_{other}" not in sys.modules  # never the other family's
 
 
+def test_the_jax_handler_is_built_with_the_core_or_off():
+    """Every lane builds it (`make core`, where jax is installed); info says which."""
+    handler, why = _core_loader.jax_handler()
+    if OFF:
+        assert handler is None and why == "off (MPICOLL_CORE=0): XLA's Python buffer callback"
+        return
+    assert handler is not None, why
+    assert why.startswith(f"in use (XLA FFI API {handler.FFI_MAJOR}.{handler.FFI_MINOR})")
+    with pytest.raises(TypeError, match="host must be callable"):
+        handler.add_site(None, "float32", "float32")
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "complex128"])
 @pytest.mark.parametrize("op", ["SUM", "MAX", "PRODUCT"])
 def test_repeated_all_reduce_equals_numpy(xp, dtype, op, rank, size, group):

@@ -40,6 +40,9 @@ def test_info():
     assert rows["MPI"].startswith(name), rows["MPI"]
     assert rows["MPI"].endswith(", MPI {}.{}, thread level multiple".format(*MPI.Get_version()))
     assert rows["world size"] == "1"
+    from mpicoll import _core_loader
+
+    assert rows["jax handler"] == _core_loader.jax_handler()[1]
     assert rows["flight record"] == ("the last 2000 operations per rank; not written (set "
                                      "MPICOLL_TRACE_DIR=<dir>)")
     aware, why = gpu_aware()  # this process decides from the same environment

@@ -14,15 +14,22 @@ import pytest
 import mpicoll as dist
 import mpicoll.functional as F
 import mpicoll.jax as mj
+from mpicoll import _core_loader
+from mpicoll._env import flag
 from mpicoll.jax import _primitive
 
 OP = dist.ReduceOp
 
 
-@pytest.fixture(params=["buffer", "io_callback"])
+@pytest.fixture(params=["ffi", "buffer", "io_callback"])
 def via(request):
     """Trace with one lowering, then choose again (functions are jitted afresh per test,
-    so nothing compiled with one lowering is reused with the other)."""
+    so nothing compiled with one lowering is reused with the other). ``ffi``, mpicoll's
+    XLA handler, is part of the compiled core: not there on its Python path."""
+    if request.param == "ffi" and not _primitive.ffi_available():
+        assert not flag("MPICOLL_CORE", True), \
+            f"the XLA handler is {_core_loader.jax_handler()[1]}"
+        pytest.skip("MPICOLL_CORE=0: the compiled core's XLA handler is off")
     _primitive.use(request.param)
     yield request.param
     _primitive.use(None)
@@ -64,17 +71,23 @@ def test_all_gather_of_sizes_that_differ_without_sizes_says_to_pass_them(rank, s
     assert [np.asarray(g).tolist() for g in got] == [[float(r)] * (2 + r) for r in range(size)]
 
 
-def test_mechanism_is_one_of_the_two():
-    assert mj.mechanism() in ("buffer", "io_callback")
+def test_mechanism_is_the_handler_where_the_core_is_built():
+    # the handler is built with the core wherever the suite runs (make core), and off
+    # with it on the Python path
+    on = flag("MPICOLL_CORE", True)
+    assert mj.mechanism() == ("ffi" if on else "buffer")
+    assert _primitive.ffi_available() is on
 
 
-def test_the_probe_answers_the_same_inside_a_trace():
+@pytest.mark.parametrize("lowering", ["ffi", "buffer"])
+def test_the_probe_answers_the_same_inside_a_trace(lowering):
     """The lowering is chosen at the first collective, usually met while tracing: the
     probe must not be traced into the caller's program (and so fail) there."""
-    outside = _primitive._buffer_works()
+    outside = _primitive._works(lowering)
     inside = []
-    jax.jit(lambda a: (inside.append(_primitive._buffer_works()), a)[1])(jnp.ones(1))
+    jax.jit(lambda a: (inside.append(_primitive._works(lowering)), a)[1])(jnp.ones(1))
     assert inside == [outside]
+    assert outside is (lowering == "buffer" or _primitive.ffi_available())
 
 
 REDUCTIONS = [("SUM", "float32"), ("AVG", "float32"), ("PRODUCT", "float32"),

@@ -2,8 +2,13 @@
 
 Inside ``jax.jit`` a collective becomes a host callback with JAX's *ordered* IO
 effect, so XLA runs the collectives of a program one after another, in program
-order, on every rank. Two lowerings carry the callback (``mechanism()``):
+order, on every rank. Three lowerings carry the callback (``mechanism()``):
 
+- ``"ffi"`` (CPU, where the compiled core's XLA handler is built): a typed XLA FFI
+  custom call, ``mpicoll_host`` (mpicoll/_jax_ffi.c), with a side effect and the
+  ordered-effect token in and out. The handler puts numpy arrays over XLA's input and
+  output buffers and calls the collective's host function: no copy, and none of the
+  Python callback's machinery.
 - ``"buffer"`` (CPU): XLA's in-place buffer callback target, the one
   ``jax.experimental.buffer_callback`` uses, threaded with the ordered-effect
   token. MPI reads XLA's input buffer and writes XLA's output buffer: no copy.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -28,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.interpreters import batching, mlir
 
+from .. import _core_loader
 from . import _host
 
 try:
@@ -159,10 +166,42 @@ def _no_lean(src: Any, out: Any) -> bool:  # a collective with no lean form: run
 _lower_io = _io_lowering()
 
 
-def _lower_buffer(ctx: Any, x: Any, *, kind: str, spec: tuple, twin: _host.Twin,
-                  via: str) -> Any:
-    """XLA's buffer-callback target with the ordered-effect token in and out."""
-    if via != "buffer":
+def _host_function(kind: str, spec: tuple, twin: _host.Twin, aval: Any,
+                   out_aval: Any) -> Callable[[np.ndarray, np.ndarray], None]:
+    """What the CPU lowerings run: (input, output) numpy arrays over XLA's buffers."""
+    lean = _host.lean(kind, spec, twin, aval.dtype, tuple(aval.shape), tuple(out_aval.shape),
+                      True if _ALIASED == [True] else None) or _no_lean
+    run = _host.run
+
+    def host(src: np.ndarray, out: np.ndarray) -> None:
+        if not lean(src, out):
+            run(kind, spec, twin, src, out)
+
+    return host
+
+
+# the FFI handler's sites: one a distinct compiled collective, registered once
+_sites: dict[tuple, int] = {}
+_TARGET = "mpicoll_host"
+
+
+def _site(kind: str, spec: tuple, twin: _host.Twin, aval: Any, out_aval: Any) -> int:
+    # (everything _host_function builds the host function from)
+    key = (kind, spec, twin, aval.dtype, tuple(aval.shape), tuple(out_aval.shape),
+           tuple(_ALIASED), _host.lean, _host.run)
+    index = _sites.get(key)
+    if index is None:
+        handler, _ = _core_loader.jax_handler()
+        host = _host_function(kind, spec, twin, aval, out_aval)
+        index = _sites[key] = handler.add_site(host, aval.dtype, out_aval.dtype)
+    return index
+
+
+def _lower_cpu(ctx: Any, x: Any, *, kind: str, spec: tuple, twin: _host.Twin,
+               via: str) -> Any:
+    """A custom call on XLA's CPU with the ordered-effect token in and out: mpicoll's FFI
+    handler (``ffi``) or XLA's Python buffer callback (``buffer``)."""
+    if via not in ("ffi", "buffer"):
         return _lower_io(ctx, x, kind=kind, spec=spec, twin=twin, via=via)
     from jax._src import core as _core  # the token's abstract value (no public name)
 
@@ -172,75 +211,102 @@ def _lower_buffer(ctx: Any, x: Any, *, kind: str, spec: tuple, twin: _host.Twin,
     # reductions and broadcasts work in place: XLA hands the input's buffer over as the
     # output (operand 1 -> result 1, after the tokens); the probe saw it (else: asked)
     aliases = {1: 1} if kind in _IN_PLACE else {}
-    lean = _host.lean(kind, spec, twin, aval.dtype, tuple(aval.shape), tuple(out_aval.shape),
-                      True if _ALIASED == [True] else None) or _no_lean
-    run, asarray = _host.run, np.asarray
+    if via == "ffi":
+        target, attrs = _TARGET, {"site": np.int64(_site(kind, spec, twin, aval, out_aval))}
+    else:
+        host, asarray = _host_function(kind, spec, twin, aval, out_aval), np.asarray
 
-    def host(exec_ctx: Any, token_in: Any, src: Any, token_out: Any, out: Any) -> tuple:
-        a, b = asarray(src), asarray(out)
-        if not lean(a, b):
-            run(kind, spec, twin, a, b)
-        return ()
+        def callback(exec_ctx: Any, token_in: Any, src: Any, token_out: Any,
+                     out: Any) -> tuple:
+            host(asarray(src), asarray(out))
+            return ()
 
-    ctx.module_context.add_host_callback(host)
-    index = np.uint64(len(ctx.module_context.host_callbacks) - 1)
+        ctx.module_context.add_host_callback(callback)
+        index = np.uint64(len(ctx.module_context.host_callbacks) - 1)
+        target, attrs = "xla_buffer_python_cpu_callback", {"index": index}
     token = ctx.tokens_in.get(effect)
     inner = ctx.replace(avals_in=[_core.abstract_token, *ctx.avals_in],
                         avals_out=[_core.abstract_token, *ctx.avals_out])
-    rule = jax.ffi.ffi_lowering("xla_buffer_python_cpu_callback", has_side_effect=True,
-                                operand_output_aliases=aliases)
-    token, *results = rule(inner, token, x, index=index)
+    rule = jax.ffi.ffi_lowering(target, has_side_effect=True, operand_output_aliases=aliases)
+    token, *results = rule(inner, token, x, **attrs)
     ctx.set_tokens_out(ctx.tokens_in.update_tokens(mlir.TokenSet({effect: token})))
     return results
 
 
 mlir.register_lowering(mpi_p, _lower_io, cacheable=False)
-mlir.register_lowering(mpi_p, _lower_buffer, platform="cpu", cacheable=False)
+mlir.register_lowering(mpi_p, _lower_cpu, platform="cpu", cacheable=False)
 
 
 # -- which lowering ---------------------------------------------------------------------
 
-_CHOICES = ("buffer", "io_callback")
+_CHOICES = ("ffi", "buffer", "io_callback")
 _chosen: list[str] = []
+_registered: list[bool] = []
 
 
 def mechanism() -> str:
     """The lowering of collectives compiled for the CPU: ``MPICOLL_JAX_CALLBACK``
-    (``buffer`` or ``io_callback``), else ``buffer`` where a one-time probe shows that
-    it works, else ``io_callback``. Other platforms (GPU) always use ``io_callback``."""
+    (``ffi``, ``buffer`` or ``io_callback``), else the first of ``ffi`` (where the
+    handler is built) and ``buffer`` that a one-time probe shows to work, else
+    ``io_callback``. Other platforms (GPU) always use ``io_callback``."""
     if _chosen:
         return _chosen[0]
     raw = os.environ.get("MPICOLL_JAX_CALLBACK", "").strip().lower()
     if raw and raw not in _CHOICES:
         raise ValueError(f"environment variable MPICOLL_JAX_CALLBACK={raw!r}: expected "
                          f"one of {', '.join(_CHOICES)}")
-    _chosen.append(raw or ("buffer" if _buffer_works() else "io_callback"))
+    if raw == "ffi" and not ffi_available():
+        raise ValueError("environment variable MPICOLL_JAX_CALLBACK=ffi: mpicoll's XLA "
+                         f"handler is {_core_loader.jax_handler()[1]}")
+    _chosen.append(raw or next((via for via in ("ffi", "buffer") if _works(via)),
+                               "io_callback"))
     return _chosen[0]
+
+
+def ffi_available() -> bool:
+    """Whether mpicoll's XLA FFI handler is built and registered with XLA here."""
+    if not _registered:
+        handler, _ = _core_loader.jax_handler()
+        if handler is not None:
+            try:
+                jax.ffi.register_ffi_target(_TARGET, handler.handler(), platform="cpu",
+                                            api_version=1)
+            except Exception:  # (an XLA that refuses it: the buffer callback instead)
+                handler = None
+        _registered.append(handler is not None)
+    return _registered[0]
 
 
 def use(via: str | None) -> None:
     """Force a lowering for calls traced from now on (None: choose again); for tests."""
     if via is not None and via not in _CHOICES:
         raise ValueError(f"mechanism must be one of {_CHOICES}, got {via!r}")
+    if via == "ffi" and not ffi_available():
+        raise ValueError(f"mechanism 'ffi': mpicoll's XLA handler is "
+                         f"{_core_loader.jax_handler()[1]}")
     _chosen[:] = [] if via is None else [via]
 
 
-def _buffer_works() -> bool:
-    """Whether the buffer lowering compiles and runs here (JAX internals may change).
+def _works(via: str) -> bool:
+    """Whether the lowering ``via`` compiles and runs here (JAX internals may change;
+    the FFI handler may not be built).
 
     The probe runs on a thread of its own: the first collective is usually met while
     tracing, and JAX's trace state is per thread, so there the probe's jitted call
     would be traced into the caller's program instead of running.
     """
+    if via == "ffi" and not ffi_available():
+        return False
     got: list[Any] = []
+    del _host.PROBED[:]
 
     def probe() -> None:
-        try:  # on the CPU, where the buffer lowering applies (others use io_callback)
+        try:  # on the CPU, where these lowerings apply (others use io_callback)
             x = jax.device_put(np.arange(3, dtype=np.float32), jax.devices("cpu")[0])
             fn = jax.jit(lambda a: mpi_p.bind(a, kind="_probe", spec=(),
-                                              twin=_host.NO_GROUP, via="buffer")[0])
+                                              twin=_host.NO_GROUP, via=via)[0])
             got.append(np.asarray(fn(x)))
-        except Exception:  # any failure of JAX internals: the public lowering instead
+        except Exception:  # any failure of JAX internals: the next lowering instead
             pass
 
     thread = threading.Thread(target=probe, name="mpicoll.jax probe")

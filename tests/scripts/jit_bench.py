@@ -10,10 +10,11 @@ best of 7 batches):
 
 - ``eager``: ``mpicoll.functional`` on a JAX array, outside jit (the way JAX was
   served before mpicoll.jax);
-- ``jit:buffer`` / ``jit:io``: one jitted call holding one mpicoll.jax collective,
-  with each of the two lowerings (XLA's buffer callback; ``io_callback``): what a
-  jitted function with one collective costs end to end, dispatch included;
-- ``in-jit:buffer`` / ``in-jit:io``: the cost of one more collective inside a
+- ``jit:ffi`` / ``jit:buffer`` / ``jit:io``: one jitted call holding one mpicoll.jax
+  collective, with each of the three lowerings (mpicoll's XLA FFI handler, where the
+  compiled core is built; XLA's buffer callback; ``io_callback``): what a jitted
+  function with one collective costs end to end, dispatch included;
+- ``in-jit:ffi`` / ``in-jit:buffer`` / ``in-jit:io``: the cost of one more collective inside a
   jitted function, (a call with 10 chained collectives - a call with one) / 9: what
   each collective adds to a compiled training step;
 - ``mpi4jax`` / ``in-jit:mpi4jax``: the same two measurements with mpi4jax, when it
@@ -65,15 +66,21 @@ def _time(fn, x, reps: int) -> float:
     return float(F.all_reduce(np.array([best]), op=dist.ReduceOp.MAX)[0])
 
 
-def _chain(one):
+def _chain_length(nbytes: int) -> int:
+    """Collectives in the chained call: enough that their time stands out of the jitted
+    call's dispatch (some hundreds of microseconds) at small sizes."""
+    return 100 if nbytes <= 4096 else 20 if nbytes <= (256 << 10) else CHAIN
+
+
+def _chain(one, length):
     def fn(x):
-        for _ in range(CHAIN):
+        for _ in range(length):
             x = one(x)  # one after the other (the order is kept anyway)
         return x
     return fn
 
 
-def _variants(kind: str, size: int) -> dict:
+def _variants(kind: str, size: int, length: int) -> dict:
     if kind == "all_reduce":
         ours = mj.all_reduce
         eager = F.all_reduce
@@ -85,16 +92,18 @@ def _variants(kind: str, size: int) -> dict:
         theirs = None if mpi4jax is None else (
             lambda x: mpi4jax.alltoall(x.reshape(size, -1)).reshape(-1))
     out = {"eager": eager}
-    for via in ("buffer", "io_callback"):
+    for via in ("ffi", "buffer", "io_callback"):
+        if via == "ffi" and not _primitive.ffi_available():
+            continue  # (the compiled core's handler is not built, or is off)
         _primitive.use(via)
         tag = "io" if via == "io_callback" else via
         # traced now, so each keeps its lowering
         out[f"jit:{tag}"] = _traced(jax.jit(lambda x, f=ours: f(x)))
-        out[f"in-jit:{tag}"] = _traced(jax.jit(_chain(ours)))
+        out[f"in-jit:{tag}"] = _traced(jax.jit(_chain(ours, length)))
     _primitive.use(None)
     if theirs is not None:
         out["mpi4jax"] = jax.jit(theirs)
-        out["in-jit:mpi4jax"] = jax.jit(_chain(theirs))
+        out["in-jit:mpi4jax"] = jax.jit(_chain(theirs, length))
     return out
 
 
@@ -131,7 +140,8 @@ def main() -> None:
             n = max(size, nbytes // 4 // size * size)
             x = jnp.asarray(np.arange(n, dtype=np.float32) % 7 + rank)
             _traced_example[:] = [x]
-            variants = _variants(kind, size)
+            length = _chain_length(n * 4)
+            variants = _variants(kind, size, length)
             want = np.asarray(variants["eager"](x))
             row = {"collective": kind, "bytes": n * 4, "ranks": size}
             for name, fn in variants.items():
@@ -139,10 +149,10 @@ def main() -> None:
                     np.testing.assert_allclose(np.asarray(fn(x)), want, rtol=1e-6)
                     row[name] = _time(fn, x, _reps(n * 4)) * 1e6
                     continue
-                # (a call with CHAIN collectives - a call with one) / (CHAIN - 1)
-                chained = _time(fn, x, max(3, _reps(n * 4) // CHAIN)) * 1e6
+                # (a call with `length` collectives - a call with one) / (length - 1)
+                chained = _time(fn, x, max(3, _reps(n * 4) // length)) * 1e6
                 single = row[name.replace("in-jit:", "jit:").replace("jit:mpi4jax", "mpi4jax")]
-                row[name] = (chained - single) / (CHAIN - 1)
+                row[name] = (chained - single) / (length - 1)
             results.append(row)
             if rank == 0:
                 cells = "  ".join(f"{k} {v:9.1f}" for k, v in row.items()

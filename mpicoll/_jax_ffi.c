@@ -1,0 +1,209 @@
+/* mpicoll's XLA FFI handler: a collective compiled into a jax.jit program, on the CPU.
+ *
+ * XLA calls handle() on its own thread for each collective of a compiled program
+ * (mpicoll/jax/_primitive.py lowers them to the custom call "mpicoll_host", typed FFI,
+ * with a side effect and JAX's ordered-effect token in and out). The call's one
+ * attribute, `site`, names what the lowering registered with add_site(): the host
+ * function of that collective (mpicoll/jax/_host.py: the public collective that runs
+ * it, its group, op and form fixed) and the numpy dtypes of its input and output.
+ * The handler takes the GIL, puts numpy arrays over XLA's two buffers (no copy) and
+ * calls the host function; an exception it raises becomes the FFI error that
+ * jax raises at the caller, "TypeName: message".
+ *
+ * What this replaces is XLA's Python buffer callback, which builds Python objects for
+ * each of its operands and calls through JAX's callback wrappers; the collective
+ * itself runs as every other face's does (its checks, recorder, watched wait and, where
+ * it is in use, the compiled core), so nothing here talks to MPI.
+ *
+ * Built where JAX's headers are found at build time (setup.py: jax.ffi.include_dir(),
+ * the C header of XLA's FFI); where it is not, the face lowers to the buffer callback.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include "xla/ffi/api/c_api.h"
+
+#define MAX_RANK 32
+
+/* every site registered in this process: (host, input dtype, output dtype) tuples,
+ * indexed by the custom call's `site` attribute; the face registers each distinct
+ * collective once (mpicoll/jax/_primitive.py), so the list is bounded by them */
+static PyObject *sites = NULL;
+
+static const char SITE[] = "site";
+
+/* whether XLA's thread running the handler has its Python thread state kept */
+static _Thread_local int thread_kept = 0;
+
+static XLA_FFI_Error *ffi_error(const XLA_FFI_Api *api, XLA_FFI_Error_Code code,
+                                const char *message) {
+    XLA_FFI_Error_Create_Args args = {
+        .struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE,
+        .extension_start = NULL,
+        .message = message,
+        .errc = code,
+    };
+    return api->XLA_FFI_Error_Create(&args);
+}
+
+/* The Python exception now set, as one FFI error: "TypeName: message" (the GIL held) */
+static XLA_FFI_Error *raised(const XLA_FFI_Api *api) {
+    PyObject *type, *exc, *tb, *text = NULL;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (exc != NULL)
+        text = PyUnicode_FromFormat("%s: %S", _PyType_Name(Py_TYPE(exc)), exc);
+    const char *message = text != NULL ? PyUnicode_AsUTF8(text) : NULL;
+    if (message == NULL) {
+        PyErr_Clear();
+        message = "mpicoll: the collective raised an exception that could not be shown";
+    }
+    XLA_FFI_Error *e = ffi_error(api, XLA_FFI_Error_Code_INTERNAL, message);
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(exc);
+    Py_XDECREF(tb);
+    return e;
+}
+
+/* The first buffer of `n` that is not a token (the ordered effect's, first) */
+static XLA_FFI_Buffer *data_buffer(int64_t n, void **items) {
+    for (int64_t i = 0; i < n; i++) {
+        XLA_FFI_Buffer *b = (XLA_FFI_Buffer *)items[i];
+        if (b->dtype != XLA_FFI_DataType_TOKEN) return b;
+    }
+    return NULL;
+}
+
+/* A numpy array over XLA's buffer, of the dtype the lowering gave (it owns nothing) */
+static PyObject *over(XLA_FFI_Buffer *b, PyObject *descr) {
+    npy_intp dims[MAX_RANK];
+    if (b->rank > MAX_RANK) {
+        PyErr_Format(PyExc_ValueError, "mpicoll: an array of rank %lld (most: %d)",
+                     (long long)b->rank, MAX_RANK);
+        return NULL;
+    }
+    for (int64_t i = 0; i < b->rank; i++) dims[i] = (npy_intp)b->dims[i];
+    Py_INCREF(descr); /* (stolen) */
+    return PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)descr, (int)b->rank, dims,
+                                NULL, b->data, NPY_ARRAY_CARRAY, NULL);
+}
+
+static int64_t site_of(const XLA_FFI_Attrs *attrs) {
+    for (int64_t i = 0; i < attrs->size; i++) {
+        const XLA_FFI_ByteSpan *name = attrs->names[i];
+        if (attrs->types[i] != XLA_FFI_AttrType_SCALAR || name->len != sizeof SITE - 1 ||
+            memcmp(name->ptr, SITE, sizeof SITE - 1) != 0)
+            continue;
+        const XLA_FFI_Scalar *s = (const XLA_FFI_Scalar *)attrs->attrs[i];
+        if (s->dtype == XLA_FFI_DataType_S64) return *(const int64_t *)s->value;
+        if (s->dtype == XLA_FFI_DataType_S32) return *(const int32_t *)s->value;
+    }
+    return -1;
+}
+
+static XLA_FFI_Error *run_site(const XLA_FFI_Api *api, int64_t index, XLA_FFI_Buffer *in,
+                               XLA_FFI_Buffer *out) {
+    if (sites == NULL || index < 0 || index >= PyList_GET_SIZE(sites))
+        return ffi_error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                         "mpicoll: a collective compiled in another process, or an unknown "
+                         "site: trace the function again in this process");
+    PyObject *site = PyList_GET_ITEM(sites, index); /* borrowed: the list keeps it */
+    PyObject *a = over(in, PyTuple_GET_ITEM(site, 1));
+    PyObject *b = a == NULL ? NULL : over(out, PyTuple_GET_ITEM(site, 2));
+    PyObject *res = NULL;
+    if (b != NULL) {
+        PyObject *argv[2] = {a, b};
+        res = PyObject_Vectorcall(PyTuple_GET_ITEM(site, 0), argv, 2, NULL);
+    }
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    if (res == NULL) return raised(api);
+    Py_DECREF(res);
+    return NULL;
+}
+
+/* The handler: XLA's version query answered; else one collective run */
+static XLA_FFI_Error *handle(XLA_FFI_CallFrame *frame) {
+    XLA_FFI_Extension_Base *ext = frame->extension_start;
+    if (ext != NULL && ext->type == XLA_FFI_Extension_Metadata) {
+        XLA_FFI_Metadata *m = ((XLA_FFI_Metadata_Extension *)ext)->metadata;
+        m->api_version.major_version = XLA_FFI_API_MAJOR;
+        m->api_version.minor_version = XLA_FFI_API_MINOR;
+        m->traits = 0;
+        return NULL;
+    }
+    if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
+    XLA_FFI_Buffer *in = data_buffer(frame->args.size, frame->args.args);
+    XLA_FFI_Buffer *out = data_buffer(frame->rets.size, frame->rets.rets);
+    int64_t index = site_of(&frame->attrs);
+    if (in == NULL || out == NULL)
+        return ffi_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                         "mpicoll: the custom call has no input or no output buffer");
+    if (!thread_kept) { /* this thread's Python state made once and kept (else each
+                           call would make and free one: about a microsecond) */
+        PyGILState_Ensure();
+        PyEval_SaveThread();
+        thread_kept = 1;
+    }
+    PyGILState_STATE gil = PyGILState_Ensure();
+    XLA_FFI_Error *e = run_site(frame->api, index, in, out);
+    PyGILState_Release(gil);
+    return e;
+}
+
+/* handler(): the handler as the PyCapsule jax.ffi.register_ffi_target takes */
+static PyObject *handler(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyCapsule_New((void *)handle, NULL, NULL);
+}
+
+/* add_site(host, input dtype, output dtype) -> the index for the `site` attribute */
+static PyObject *add_site(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *host, *din, *dout;
+    if (!PyArg_ParseTuple(args, "OO&O&", &host, PyArray_DescrConverter, &din,
+                          PyArray_DescrConverter, &dout))
+        return NULL;
+    PyObject *site = NULL;
+    if (!PyCallable_Check(host))
+        PyErr_SetString(PyExc_TypeError, "add_site: host must be callable");
+    else
+        site = PyTuple_Pack(3, host, din, dout);
+    Py_DECREF(din);
+    Py_DECREF(dout);
+    if (site == NULL) return NULL;
+    int err = PyList_Append(sites, site);
+    Py_DECREF(site);
+    if (err < 0) return NULL;
+    return PyLong_FromSsize_t(PyList_GET_SIZE(sites) - 1);
+}
+
+static PyMethodDef methods[] = {
+    {"handler", handler, METH_NOARGS, "the FFI handler, as a PyCapsule"},
+    {"add_site", add_site, METH_VARARGS, "register (host, input dtype, output dtype)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_jax_ffi", "mpicoll's XLA FFI handler (see its source)", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__jax_ffi(void) {
+    import_array();
+    sites = PyList_New(0);
+    if (sites == NULL) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "FFI_MAJOR", XLA_FFI_API_MAJOR) < 0 ||
+        PyModule_AddIntConstant(m, "FFI_MINOR", XLA_FFI_API_MINOR) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
