@@ -166,33 +166,76 @@ def test_an_odd_count_of_another_dtype_raises_too(rank, size, n):
 
 @pytest.mark.parametrize("async_op", [False, True])
 @pytest.mark.parametrize("root_dtype", ["float32", "float64"])
-def test_broadcast_of_another_dtype_raises_off_the_root(rank, size, async_op, root_dtype):
+def test_broadcast_of_another_dtype_raises_on_every_rank(rank, size, async_op, root_dtype):
     # the root's float32 into float64 tensors: on Open MPI before, the others returned
     # the root's bits in their first half and their own in the rest, silently; float64
-    # into float32 raised MPI's error stack. Now each rank off the root raises; the root's
-    # tensor is its own, untouched
+    # into float32 raised MPI's error stack. Now each rank off the root raises, and the
+    # root too (their acknowledgements carry their dtype), its own tensor untouched
     other = "float64" if root_dtype == "float32" else "float32"
     dt = np.dtype(root_dtype if rank == 0 else other)
     x = np.arange(4, dtype=dt) + 10 * rank
+    call = lambda: _waited(dist.broadcast(x, src=0, async_op=async_op))  # noqa: E731
     if rank == 0:
-        for _ in range(2):
-            _waited(dist.broadcast(x, src=0, async_op=async_op))
-            np.testing.assert_array_equal(x, np.arange(4, dtype=dt))
+        _every_rank_raises(call, "broadcast", f"dtype: '{other}' there, '{root_dtype}' here",
+                           "The root's tensor (rank 0) is unchanged")
+        np.testing.assert_array_equal(x, np.arange(4, dtype=dt))
     else:
-        _every_rank_raises(lambda: _waited(dist.broadcast(x, src=0, async_op=async_op)),
-                           "broadcast", f"dtype: '{root_dtype}' there, '{other}' here")
+        _every_rank_raises(call, "broadcast", f"dtype: '{root_dtype}' there, '{other}' here")
 
 
-def test_broadcast_of_another_size_raises_off_the_root(rank, size):
+def test_broadcast_of_another_size_raises_on_every_rank(rank, size):
     x = np.zeros(5 if rank == 0 else 4)
-    if rank == 0:
-        for _ in range(2):
-            dist.broadcast(x, src=0)
-    else:
-        for _ in range(2):
+    for _ in range(2):
+        if rank == 0:
+            with pytest.raises(SizeMismatch, match=r"broadcast: .*tensor on rank 1 holds 4 "
+                               r"elements, and on the root \(rank 0\) 5[;.].* The root's tensor "
+                               r"\(rank 0\) is unchanged"):
+                dist.broadcast(x, src=0)
+        else:
             with pytest.raises(SizeMismatch, match=r"broadcast: .*the root \(rank 0\) sends "
                                r"5 elements, and tensor on rank \d holds 4"):
                 dist.broadcast(x, src=0)
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+@pytest.mark.parametrize("count", [1, 512])
+def test_a_root_that_differs_raises_at_the_call_and_leaves_nothing_queued(
+        rank, size, async_op, count):
+    """Two ranks that disagree on the root, both ways: each raises at that call, and the
+    next broadcasts deliver their own data. Before, each returned its own tensor and left
+    its message queued, so every later broadcast between them delivered the one before."""
+    pair = dist.new_group([0, 1])  # (collective: every rank makes it)
+    if rank > 1:
+        return
+    x = np.full(count, 10.0 + rank)
+    dist.broadcast(x, group=pair, group_src=0)  # (right: the next calls may be quick)
+    for theirs, said in ((rank, "rank {me} and rank {peer} each took itself for the root"),
+                         (1 - rank, "rank {me} took rank {peer} for the root, and rank "
+                                    "{peer} took rank {me}")):
+        for _ in range(2):
+            x[:] = 10.0 + rank
+            with pytest.raises(SignatureMismatch) as e:
+                _waited(dist.broadcast(x, group=pair, group_src=theirs, async_op=async_op))
+            assert "broadcast: the ranks disagree on the root: " + \
+                said.format(me=rank, peer=1 - rank) in str(e.value), str(e.value)
+    for value in (100.0, 200.0, 300.0):  # nothing left over from the calls that raised
+        y = np.full(count, value if rank == 0 else -1.0)
+        _waited(dist.broadcast(y, group=pair, group_src=0, async_op=async_op))
+        np.testing.assert_array_equal(y, np.full(count, value))
+
+
+def test_a_pair_s_broadcast_then_the_whole_group_s_from_the_same_root(rank, size):
+    # the root's messages were kept by (root, count) alone: the pair's, to rank 1 only,
+    # then served the whole group's broadcast, and ranks 2 and up never received
+    pair = dist.new_group([0, 1])
+    for value in (5.0, 6.0):
+        if rank < 2:
+            x = np.full(3, value if rank == 0 else -1.0)
+            dist.broadcast(x, group=pair, group_src=0)
+            np.testing.assert_array_equal(x, np.full(3, value))
+        y = np.full(3, value if rank == 0 else -1.0)
+        dist.broadcast(y, src=0)
+        np.testing.assert_array_equal(y, np.full(3, value))
 
 
 def test_repeated_broadcasts_from_every_root_stay_right(rank, size):

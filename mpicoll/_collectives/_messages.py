@@ -23,7 +23,7 @@ from .._wait import wait_requests
 from .._work import Work
 from ..errors import SignatureMismatch, torch_flavoured
 from . import _large
-from ._signature import bits, differs
+from ._signature import acknowledging, bits, differs, roots_differ
 from ._sizes import Sizes
 
 _ANY = MPI.ANY_TAG
@@ -45,6 +45,15 @@ def _bytes(buf: Any, count: int, at: int, dt: Any, isz: int) -> list:
     return [buf, (n, at * isz), _BYTE] if n <= _INT_MAX else [buf, (count, at), dt]
 
 
+# where a root's acknowledgements arrive (:class:`Direct`'s ``acks``): none carries data,
+# but a rank that took itself for the root sends its data there instead, refused by its
+# tag; room for the largest such message (a broadcast's, _rooted_direct.MAX_BROADCAST
+# elements of 32 bytes), shared, since only a call that raises writes into it
+ACK_ROOM = 1 << 14
+_ack_room = bytearray(ACK_ROOM)
+_NOTHING = [bytearray(1), (0, 0), _BYTE]
+
+
 class Direct:
     """One call's messages: ``recvs`` (peer, count it must send, where its count goes in
     ``base``) and ``sends`` (peer, count), counts in elements; made once per call
@@ -52,26 +61,40 @@ class Direct:
     once share it. ``base``: what ``sizes`` expects to receive, in its order (the
     counts' wording for a mismatch, :mod:`._sizes`; None where the check is off,
     ``MPICOLL_CHECK=0``). ``counts``: an exchange's (send, receive) counts of every
-    rank, for its arguments."""
+    rank, for its arguments.
 
-    __slots__ = ("base", "big", "bits", "capped", "cmax", "counts", "lengths", "recvs",
-                 "sends", "sig", "sizes", "tags", "zeros")
+    ``acks``: a broadcast's acknowledgements, where the check is on. A root receives one
+    from each rank (peer, count, where in ``base``), each rank sends one to the root
+    (peer, count): no data, a tag with the count and :func:`._signature.acknowledging`'s
+    signature. So every rank that takes itself for the root receives from every other
+    rank: where two ranks take different roots, each one's message reaches the other at
+    this call and is refused by its tag, where without them each would return its own
+    tensor and leave its message queued for the next broadcast between them."""
+
+    __slots__ = ("acks_in", "acks_out", "base", "big", "bits", "capped", "cmax", "counts",
+                 "lengths", "recvs", "sends", "sig", "sizes", "tags", "zeros")
 
     def __init__(self, recvs: list[tuple[int, int, int]], sends: list[tuple[int, int]],
                  base: list[int], sizes: Sizes | None, n: int,
-                 counts: tuple[list[int], list[int]] | None = None, sig: int = 0) -> None:
+                 counts: tuple[list[int], list[int]] | None = None, sig: int = 0,
+                 acks: list[tuple] = ()) -> None:
         # a tag: the count above the signature's bits (:mod:`._signature`: which
         # collective, dtype and reduce op), the count capped at what the tag can hold
         b = self.bits = bits() if sizes is not None else 0
         self.sig = sig if b else 0
         cmax = self.cmax = ((tag_ub() + 1) >> b) - 1
 
-        def tag(c: int) -> int:
-            return min(c, cmax) << b | self.sig
+        def tag(c: int, signed: int = self.sig) -> int:
+            return min(c, cmax) << b | signed
 
-        self.recvs = recvs
+        acks = acks if sizes is not None else ()
+        ack = acknowledging(self.sig)
+        self.acks_in = [(j, c, at) for j, c, at in (a for a in acks if len(a) == 3)]
+        self.acks_out = [(j, tag(c, ack)) for j, c in (a for a in acks if len(a) == 2)]
+        self.recvs = [*recvs, *self.acks_in]
         self.sends = [(j, c, tag(c)) for j, c in sends]
-        self.tags = tuple(tag(c) for _, c, _ in recvs)  # what each receive's tag must be
+        # what each receive's tag must be (the acknowledgements' last)
+        self.tags = (*(tag(c) for _, c, _ in recvs), *(tag(c, ack) for _, c, _ in self.acks_in))
         # (a count a tag cannot hold: its length compared; (index, count) of those receives)
         self.lengths = tuple((k, c) for k, (_, c, _) in enumerate(recvs) if c >= cmax)
         self.capped = bool(self.lengths)
@@ -89,9 +112,12 @@ class Direct:
         if self.big:
             return _large.post_messages(comm, self.recvs, self.sends, sbuf, sd, rbuf, rd, dt)
         irecv, isend, isz = comm.Irecv, comm.Isend, dt.Get_size()
-        reqs = [irecv(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs]
+        data = len(self.recvs) - len(self.acks_in)
+        reqs = [irecv(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs[:data]]
+        reqs += [irecv(_ack_room, j, _ANY) for j, _, _ in self.acks_in]
         for j, c, tag in self.sends:
             reqs.append(isend(_bytes(sbuf, c, sd[j], dt, isz), j, tag))
+        reqs += [isend(_NOTHING, j, tag) for j, tag in self.acks_out]
         return reqs
 
     def prepare(self, comm: Any, bufs: tuple) -> list[Any]:
@@ -99,9 +125,12 @@ class Direct:
         Send_init; not where :attr:`big`)."""
         sbuf, sd, rbuf, rd, dt = bufs
         rinit, sinit, isz = comm.Recv_init, comm.Send_init, dt.Get_size()
-        reqs = [rinit(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs]
+        data = len(self.recvs) - len(self.acks_in)
+        reqs = [rinit(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs[:data]]
+        reqs += [rinit(_ack_room, j, _ANY) for j, _, _ in self.acks_in]
         for j, c, tag in self.sends:
             reqs.append(sinit(_bytes(sbuf, c, sd[j], dt, isz), j, tag))
+        reqs += [sinit(_NOTHING, j, tag) for j, tag in self.acks_out]
         return reqs
 
     def check(self, statuses: list[Any], me: int, dt: Any) -> None:
@@ -122,8 +151,9 @@ class Direct:
         for k, want in enumerate(self.tags):
             st = statuses[k]
             tag = st.Get_tag()  # (negative: no status, after an error; not compared)
-            if tag >= 0 and tag & mask != self.sig:
-                self._differs(self.recvs[k][0], tag & mask, me)
+            if tag >= 0 and tag & mask != want & mask:
+                self._differs(self.recvs[k][0], want & mask, tag & mask, me,
+                              k >= len(self.tags) - len(self.acks_in))
             if (tag != want and tag >= 0) or (tag >> b == cmax and not self.big and
                                               st.Get_count(dt) != self.recvs[k][1]):
                 break
@@ -137,14 +167,23 @@ class Direct:
                 st.Get_error() else st.Get_count(dt)
         sizes.mismatch(_array(got, _int64), me)
 
-    def _differs(self, peer: int, theirs: int, me: int) -> None:
-        """Raise SignatureMismatch: group rank ``peer``'s call is another than this one."""
-        said = "; ".join(differs(self.sig, theirs))
+    def _differs(self, peer: int, mine: int, theirs: int, me: int, root: bool) -> None:
+        """Raise SignatureMismatch: group rank ``peer``'s call is another than this one
+        (``root``: this rank is a broadcast's root, reading an acknowledgement)."""
+        roots = roots_differ(mine, theirs)
+        if roots is not None:
+            raise torch_flavoured(SignatureMismatch)(
+                f"{self.sizes.op}: the ranks disagree on the root: "
+                f"{roots.format(peer=peer, me=me)}. The output of rank {me} is not what the "
+                "call asked for; every rank must pass the same src (or group_src)")
+        said = "; ".join(differs(mine, theirs))
+        outcome = (f"The root's tensor (rank {me}) is unchanged; rank {peer}'s output is not "
+                   "what the call asked for" if root else
+                   f"The output of rank {me} is not what the call asked for")
         raise torch_flavoured(SignatureMismatch)(
             f"{self.sizes.op}: rank {peer} made another call than rank {me} at the same "
-            f"point: {said}. The output of rank {me} is not what the call asked for; "
-            "every rank must make the same collectives, in the same order, with the same "
-            "dtype and reduce op")
+            f"point: {said}. {outcome}; every rank must make the same collectives, in the "
+            "same order, with the same dtype and reduce op")
 
 
 class Fold:

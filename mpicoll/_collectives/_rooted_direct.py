@@ -127,11 +127,16 @@ def broadcasts(pg: Any, count: int) -> bool:
 def _broadcast_plan(name: str, pg: Any, root: int, count: int, dtype: Any) -> Direct:
     me, n = pg._rank, pg._size
     sizes, sig = broadcast_sizes(name, pg, root, count), signature(name, dtype)
+    # each rank acknowledges the root's message (where the check is on): a root that
+    # differs across ranks then raises at this call (:class:`._messages.Direct`). The
+    # root's messages depend on the group's size, so does its key
     if me == root:
-        return _kept(("broadcast", me, root, count, sizes, sig), lambda: Direct(
-            [], [(j, count) for j in range(n) if j != root], [], sizes, n, sig=sig))
+        others = [j for j in range(n) if j != root]
+        return _kept(("broadcast", me, root, count, n, sizes, sig), lambda: Direct(
+            [], [(j, count) for j in others], [count] * n, sizes, n, sig=sig,
+            acks=[(j, count, j) for j in others]))
     return _kept(("broadcast", me, root, count, sizes, sig), lambda: Direct(
-        [(root, count, 0)], [], [count], sizes, n, sig=sig))
+        [(root, count, 0)], [], [count], sizes, n, sig=sig, acks=[(root, count)]))
 
 
 def _broadcast_bufs(d: Direct, is_root: bool, arr: Any, dt: Any) -> tuple:

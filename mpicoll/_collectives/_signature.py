@@ -23,7 +23,7 @@ FULL = KIND_BITS + DTYPE_BITS + OP_BITS
 
 _KINDS = ("", "all_to_all_single", "all_to_all", "all_gather_into_tensor", "all_gather",
           "reduce_scatter_tensor", "reduce_scatter", "gather", "scatter",
-          "all_gather_coalesced", "all_reduce", "broadcast")
+          "all_gather_coalesced", "all_reduce", "broadcast", "broadcast_ack")
 _DTYPES = ("", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
            "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
            "float8_e4m3fn", "float8_e5m2", "longdouble", "clongdouble")
@@ -49,6 +49,24 @@ def signature(op: str, dtype: Any, reduce_op: str | None = None) -> int:
     return kind | dt << KIND_BITS | (rop & 15) << (KIND_BITS + DTYPE_BITS)
 
 
+def acknowledging(sig: int) -> int:
+    """The signature of the acknowledgement a rank sends the root of a broadcast of
+    signature ``sig`` (:class:`._messages.Direct`'s ``acks``): its dtype, another kind."""
+    return sig & ~((1 << KIND_BITS) - 1) | _KIND["broadcast_ack"] if sig else 0
+
+
+def roots_differ(mine: int, theirs: int) -> str | None:
+    """Where a broadcast's data met an acknowledgement (or one acknowledgement another),
+    what the ranks took for the root, in words with {peer} and {me}; else None."""
+    kinds = (mine & ((1 << KIND_BITS) - 1), theirs & ((1 << KIND_BITS) - 1))
+    data, ack = _KIND["broadcast"], _KIND["broadcast_ack"]
+    if kinds == (ack, data):  # (this rank is the root, and so is the peer)
+        return "rank {me} and rank {peer} each took itself for the root"
+    if kinds == (data, ack):  # (this rank took the peer for the root; the peer did not)
+        return "rank {me} took rank {peer} for the root, and rank {peer} took rank {me}"
+    return None
+
+
 def differs(mine: int, theirs: int) -> list[str]:
     """What differs between two signatures, each part as "what: theirs against mine"."""
     said = []
@@ -62,4 +80,5 @@ def differs(mine: int, theirs: int) -> list[str]:
 
 
 def _name(names: tuple[str, ...], code: int) -> str:
-    return names[code] if 0 < code < len(names) else "another"
+    name = names[code] if 0 < code < len(names) else "another"
+    return "broadcast" if name == "broadcast_ack" else name  # (the root's side of one)

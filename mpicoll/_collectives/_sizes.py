@@ -113,9 +113,21 @@ class Sizes:
         said = "; ".join(self.says.format(peer=j, me=me, got=_elements(g), want=w,
                                           root=self.root) for j, g, w in bad)
         raise torch_flavoured(SizeMismatch)(
-            f"{self.op}: the ranks disagree on sizes: {said}. The output of rank {me} is "
-            "not what the call asked for (MPI may have cut a message short or left part "
-            "of the output unwritten); every rank must pass sizes that match its peers'")
+            f"{self.op}: the ranks disagree on sizes: {said}. {self.outcome.format(me=me)}; "
+            "every rank must pass sizes that match its peers'")
+
+    # what the mismatch means for this rank's output
+    outcome = ("The output of rank {me} is not what the call asked for (MPI may have cut a "
+               "message short or left part of the output unwritten)")
+
+
+class Acknowledged(Sizes):
+    """A broadcast root's: the count in each rank's acknowledgement compared with the
+    root's (:class:`._messages.Direct`'s ``acks``); the root's own tensor is untouched."""
+
+    __slots__ = ()
+    outcome = ("The root's tensor (rank {me}) is unchanged; the other ranks' outputs are "
+               "not what the call asked for")
 
 
 _PERSISTENT: bool | None = None  # whether the counts take persistent requests (decided once)
@@ -213,11 +225,16 @@ def rooted(name: str, pg: Any, root: int, gathering: bool, mine: int,
 
 def broadcast(name: str, pg: Any, root: int, mine: int) -> Sizes | None:
     """The count a broadcast's root sends each rank as direct messages, each rank
-    comparing it with ``mine``, its tensor's size; None with one rank, or off."""
+    comparing it with ``mine``, its tensor's size, and the root each rank's (their
+    acknowledgements'); None with one rank, or off."""
     if pg._size == 1 or not sizes_on():
         return None
+    if pg._rank == root:
+        return _kept((name, "broadcast", root, mine, pg._size), lambda: Acknowledged(
+            name, "Iscatter", [mine] * pg._size, 1, [mine] * pg._size,
+            "tensor on rank {peer} holds {got}, and on the root (rank {me}) {want}", root))
     return _kept((name, "broadcast", root, mine), lambda: Sizes(
-        name, "Iscatter", [mine] * pg._size if pg._rank == root else None, 1, [mine],
+        name, "Iscatter", None, 1, [mine],
         "the root (rank {root}) sends {got}, and tensor on rank {me} holds {want}", root))
 
 
