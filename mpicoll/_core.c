@@ -928,6 +928,56 @@ out:
     return result;
 }
 
+/* The call on `a` as messages, where the group sends them (its `direct` communicator)
+ * and it has 1 to `most` elements: the group's kept Plan of quick entry `hit` run here
+ * (run_kept_here). Returns 0 where the call is not messages; 1 with *result: True (done),
+ * a run that did not finish (as run_kept_here's), or (hit, a) where no Plan is kept yet
+ * (the caller makes one); -1 on an error. all_reduce's and broadcast's. */
+static int as_messages(PyObject *op, PyObject *group, PyObject *hit, PyObject *a,
+                       Py_ssize_t most, long spin, PyObject *keep, PyObject **result) {
+    Py_ssize_t size = PyArray_SIZE((PyArrayObject *)a);
+    if (size <= 0 || size > most) return 0;
+    PyObject *direct = PyObject_GetAttr(group, str_direct);
+    if (direct == NULL) return -1;
+    int messages_go = direct != Py_None;
+    Py_DECREF(direct);
+    if (!messages_go) return 0;
+    PyObject *res = run_kept_here(op, group, hit, a, Py_None, spin, keep);
+    if (res == Py_False) {
+        Py_DECREF(res);
+        res = PyTuple_Pack(2, hit, a);
+    }
+    *result = res;
+    return res == NULL ? -1 : 1;
+}
+
+/* MPI's collective `kind` in place on `a` (call_in: ALLREDUCE, BCAST; hit = (datatype,
+ * op or root)), numbered (whatever happens next) and recorded. Returns True, or
+ * (hit, a, error) where MPI raised (the caller explains it). */
+static PyObject *mpi_call(int kind, PyObject *op, PyObject *group, PyObject *hit,
+                          PyObject *a, long spin) {
+    PyObject *comm = PyObject_GetAttr(group, str_comm), *result = NULL;
+    PyObject *seq = comm == NULL ? NULL : next_seq(group, 1);
+    PyObject *res = seq == NULL ? NULL
+        : call_in(kind, op, comm, a, PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1),
+                  group, seq, spin);
+    int numbered = seq != NULL;
+    Py_XDECREF(comm);
+    Py_XDECREF(seq);
+    if (res != NULL) {
+        Py_DECREF(res);
+        return Py_NewRef(Py_True);
+    }
+    if (numbered) {
+        PyObject *e = mpi_error_taken();
+        if (e != NULL) {
+            result = PyTuple_Pack(3, hit, a, e);
+            Py_DECREF(e);
+        }
+    }
+    return result;
+}
+
 /* reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most): the quick
  * path of a blocking all_reduce of `tensor` in place (mpicoll/_collectives/all_reduce.py
  * says when and what). The array (quick_array, writable) and `table` holding the entry
@@ -962,41 +1012,12 @@ static PyObject *reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long spin = PyLong_AsLong(args[6]);
     int left = PyObject_IsTrue(args[7]);
     if (PyErr_Occurred() || left < 0) goto hit_out;
-    if (!left && size > 0 && size <= most) {
-        PyObject *direct = PyObject_GetAttr(group, str_direct);
-        if (direct == NULL) goto hit_out;
-        int messages_go = direct != Py_None;
-        Py_DECREF(direct);
-        if (messages_go) {
-            result = run_kept_here(op, group, hit, a, Py_None, spin, tensor);
-            if (result != Py_False) goto hit_out;
-            Py_DECREF(result);
-            result = PyTuple_Pack(2, hit, a); /* (no Plan kept yet: the caller makes one) */
-            goto hit_out;
-        }
-    }
-    if (!left && size <= INT_MAX && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2) {
-        /* MPI's Iallreduce in place, numbered (whatever happens next), recorded */
-        PyObject *comm = PyObject_GetAttr(group, str_comm);
-        PyObject *seq = comm == NULL ? NULL : next_seq(group, 1);
-        PyObject *res = seq == NULL ? NULL
-            : call_in(ALLREDUCE, op, comm, a, PyTuple_GET_ITEM(hit, 0),
-                      PyTuple_GET_ITEM(hit, 1), group, seq, spin);
-        Py_XDECREF(comm);
-        Py_XDECREF(seq);
-        if (res != NULL) {
-            Py_DECREF(res);
-            result = Py_NewRef(Py_True);
-        } else if (seq != NULL) {
-            PyObject *e = mpi_error_taken(); /* (the caller explains it) */
-            if (e != NULL) {
-                result = PyTuple_Pack(3, hit, a, e);
-                Py_DECREF(e);
-            }
-        }
-        goto hit_out;
-    }
-    result = PyTuple_Pack(2, hit, a);
+    if (!left && as_messages(op, group, hit, a, most, spin, tensor, &result) != 0)
+        goto hit_out; /* (run, handed back, or an error) */
+    if (!left && size <= INT_MAX && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2)
+        result = mpi_call(ALLREDUCE, op, group, hit, a, spin); /* MPI's Iallreduce in place */
+    else
+        result = PyTuple_Pack(2, hit, a);
 hit_out:
     Py_DECREF(hit);
 out:
@@ -1044,40 +1065,9 @@ static PyObject *bcast(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     int left = PyObject_IsTrue(args[7]);
     Py_ssize_t most = PyLong_AsSsize_t(args[8]);
     if (PyErr_Occurred() || left < 0) goto hit_out;
-    if (!left && size > 0 && size <= most) {
-        PyObject *direct = PyObject_GetAttr(group, str_direct);
-        if (direct == NULL) goto hit_out;
-        int messages_go = direct != Py_None;
-        Py_DECREF(direct);
-        if (messages_go) {
-            result = run_kept_here(op, group, hit, a, Py_None, spin, tensor);
-            if (result != Py_False) goto hit_out;
-            Py_DECREF(result);
-            result = NULL;
-            left = 1; /* (no Plan kept yet: the caller makes one) */
-        }
-    }
-    if (left) {
-        result = PyTuple_Pack(2, hit, a);
-        goto hit_out;
-    }
-    PyObject *comm = PyObject_GetAttr(group, str_comm);
-    PyObject *seq = comm == NULL ? NULL : next_seq(group, 1);
-    PyObject *res = seq == NULL ? NULL
-        : call_in(BCAST, op, comm, a, PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1),
-                  group, seq, spin);
-    Py_XDECREF(comm);
-    Py_XDECREF(seq);
-    if (res != NULL) {
-        Py_DECREF(res);
-        result = Py_NewRef(Py_True);
-    } else if (seq != NULL) {
-        PyObject *e = mpi_error_taken(); /* (the caller explains it) */
-        if (e != NULL) {
-            result = PyTuple_Pack(3, hit, a, e);
-            Py_DECREF(e);
-        }
-    }
+    if (!left && as_messages(op, group, hit, a, most, spin, tensor, &result) != 0)
+        goto hit_out; /* (run, handed back, or an error) */
+    result = left ? PyTuple_Pack(2, hit, a) : mpi_call(BCAST, op, group, hit, a, spin);
 hit_out:
     Py_DECREF(hit);
 out:
