@@ -49,10 +49,28 @@ def test_unchecked_truncation_surfaces_as_size_mismatch():
         assert out[r].startswith(f"rank {r}: ok"), out[r]
 
 
+def test_unchecked_different_collectives_as_messages_raise_on_every_rank():
+    # all_reduce on rank 0, broadcast elsewhere, 4 elements: rank 0's messages reach the
+    # others where the root's data should, theirs (acknowledgements) reach rank 0 where
+    # its peers' blocks should; every tag says which collective sent it
+    p, out = run_per_rank(3, ["tests/scripts/disagree.py", "collective"], timeout=60,
+                          MPICOLL_TIMEOUT="20")
+    assert p.returncode == 0, p.stderr
+    assert out[0].startswith("rank 0: SignatureMismatch: all_reduce: rank 1 made another "
+                             "call than rank 0 at the same point: collective: 'broadcast' "
+                             "there, 'all_reduce' here"), out[0]
+    for r in (1, 2):
+        assert out[r].startswith(f"rank {r}: SignatureMismatch: broadcast: rank 0 made "
+                                 f"another call than rank {r} at the same point: collective: "
+                                 "'all_reduce' there, 'broadcast' here"), out[r]
+
+
 def test_unchecked_different_collectives_end_in_watchdog_report():
     start = time.monotonic()
-    # generous enough that a slow start-up on a loaded machine is not mistaken for a hang
-    p = run(3, ["tests/scripts/disagree.py", "collective"], timeout=90, MPICOLL_TIMEOUT="8")
+    # generous enough that a slow start-up on a loaded machine is not mistaken for a hang;
+    # 1024 elements: MPI's own collectives, whose messages carry no signature
+    p = run(3, ["tests/scripts/disagree.py", "collective_large"], timeout=90,
+            MPICOLL_TIMEOUT="8")
     assert p.returncode != 0
     # whichever stuck rank's watchdog fires first reports its own operation
     assert re.search(r"mpicoll watchdog: rank \d stuck for [\d.]+ s \(timeout 8 s\) in "

@@ -26,11 +26,14 @@ try:
         dist.all_reduce(np.ones(4), op=dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX)
     elif case == "root":
         dist.broadcast(np.ones(4), src=0 if rank == 0 else 1)
-    elif case == "collective":
+    elif case in ("collective", "collective_large"):
+        # 4 elements: direct messages on 2 to 8 ranks (tags that differ); 1024: MPI's
+        # collectives, which carry none
+        n = 4 if case == "collective" else 1024
         if rank == 0:
-            dist.all_reduce(np.ones(4))
+            dist.all_reduce(np.ones(n))
         else:
-            dist.broadcast(np.ones(4), src=0)
+            dist.broadcast(np.ones(n), src=0)
     elif case == "gather_counts":
         gl = [np.zeros(2) for _ in range(size)] if rank == 0 else None
         dist.gather(np.ones(2 if rank == 0 else 3), gl, dst=0)
