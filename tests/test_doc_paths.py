@@ -44,7 +44,7 @@ def _defines(module: Path, name: str) -> bool:
 
 
 # compiled modules, named by setup.py, and the source they are built from
-_BUILT = {"_core_mpich": "_core.c", "_core_openmpi": "_core.c"}
+_BUILT = {"_core_mpich": "_core.c", "_core_openmpi": "_core.c", "_jax_ffi": "_jax_ffi.c"}
 
 
 def _resolves(dotted: str) -> bool:
