@@ -143,10 +143,14 @@ static XLA_FFI_Error *handle(XLA_FFI_CallFrame *frame) {
     if (in == NULL || out == NULL)
         return ffi_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                          "mpicoll: the custom call has no input or no output buffer");
-    if (!thread_kept) { /* this thread's Python state made once and kept (else each
-                           call would make and free one: about a microsecond) */
-        PyGILState_Ensure();
-        PyEval_SaveThread();
+    if (!thread_kept) {
+        /* XLA's own thread: its Python state made once and kept (else each call would
+         * make and free one: about a microsecond). A thread with one already (a Python
+         * thread, which may even hold the GIL here) keeps what it has. */
+        if (PyGILState_GetThisThreadState() == NULL) {
+            PyGILState_Ensure();
+            PyEval_SaveThread();
+        }
         thread_kept = 1;
     }
     PyGILState_STATE gil = PyGILState_Ensure();
