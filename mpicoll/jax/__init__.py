@@ -2,8 +2,9 @@
 
 The names and parameters of :mod:`mpicoll.functional`; each function returns new
 JAX arrays. Inside ``jax.jit`` (and ``lax.scan``, ``lax.cond``, ...) each call is
-one ordered host callback, so the collectives of a compiled program run in
-program order on every rank. ``jax.grad`` differentiates through them (the
+one ordered call into the host (mpicoll's XLA FFI handler where it is built, else a
+host callback), so the collectives of a compiled program run in program order on
+every rank. ``jax.grad`` differentiates through them (the
 gradient of a collective is a collective; see ``docs/guides/jax-jit.md``) and
 ``jax.vmap`` batches them into one collective.
 
