@@ -28,9 +28,15 @@
 
 #define MAX_RANK 32
 
-/* every site registered in this process: (host, input dtype, output dtype) tuples,
- * indexed by the custom call's `site` attribute; the face registers each distinct
- * collective once (mpicoll/jax/_primitive.py), so the list is bounded by them */
+#if PY_VERSION_HEX >= 0x030D0000
+#define FINALIZING() Py_IsFinalizing()
+#else
+#define FINALIZING() _Py_IsFinalizing()
+#endif
+
+/* every site registered in this process: (host, input dtype, output dtype, input bytes,
+ * output bytes) tuples, indexed by the custom call's `site` attribute; the face
+ * registers each distinct collective once (mpicoll/jax/_primitive.py) */
 static PyObject *sites = NULL;
 
 static const char SITE[] = "site";
@@ -78,15 +84,29 @@ static XLA_FFI_Buffer *data_buffer(int64_t n, void **items) {
     return NULL;
 }
 
-/* A numpy array over XLA's buffer, of the dtype the lowering gave (it owns nothing) */
-static PyObject *over(XLA_FFI_Buffer *b, PyObject *descr) {
+/* A numpy array over XLA's buffer, of the dtype the lowering gave (it owns nothing),
+ * where the buffer holds the `nbytes` the lowering saw (else a site that is not this
+ * call's: refused, never read or written past the buffer) */
+static PyObject *over(XLA_FFI_Buffer *b, PyObject *descr, PyObject *nbytes) {
     npy_intp dims[MAX_RANK];
     if (b->rank > MAX_RANK) {
         PyErr_Format(PyExc_ValueError, "mpicoll: an array of rank %lld (most: %d)",
                      (long long)b->rank, MAX_RANK);
         return NULL;
     }
-    for (int64_t i = 0; i < b->rank; i++) dims[i] = (npy_intp)b->dims[i];
+    long long have = PyDataType_ELSIZE((PyArray_Descr *)descr);
+    for (int64_t i = 0; i < b->rank; i++) {
+        dims[i] = (npy_intp)b->dims[i];
+        have *= b->dims[i];
+    }
+    long long want = PyLong_AsLongLong(nbytes);
+    if (want == -1 && PyErr_Occurred()) return NULL;
+    if (have != want) {
+        PyErr_Format(PyExc_ValueError, "mpicoll: XLA's buffer holds %lld bytes where the "
+                     "collective compiled here takes %lld: a site of another program",
+                     have, want);
+        return NULL;
+    }
     Py_INCREF(descr); /* (stolen) */
     return PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)descr, (int)b->rank, dims,
                                 NULL, b->data, NPY_ARRAY_CARRAY, NULL);
@@ -112,8 +132,9 @@ static XLA_FFI_Error *run_site(const XLA_FFI_Api *api, int64_t index, XLA_FFI_Bu
                          "mpicoll: a collective compiled in another process, or an unknown "
                          "site: trace the function again in this process");
     PyObject *site = PyList_GET_ITEM(sites, index); /* borrowed: the list keeps it */
-    PyObject *a = over(in, PyTuple_GET_ITEM(site, 1));
-    PyObject *b = a == NULL ? NULL : over(out, PyTuple_GET_ITEM(site, 2));
+    PyObject *a = over(in, PyTuple_GET_ITEM(site, 1), PyTuple_GET_ITEM(site, 3));
+    PyObject *b = a == NULL ? NULL
+        : over(out, PyTuple_GET_ITEM(site, 2), PyTuple_GET_ITEM(site, 4));
     PyObject *res = NULL;
     if (b != NULL) {
         PyObject *argv[2] = {a, b};
@@ -143,6 +164,9 @@ static XLA_FFI_Error *handle(XLA_FFI_CallFrame *frame) {
     if (in == NULL || out == NULL)
         return ffi_error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                          "mpicoll: the custom call has no input or no output buffer");
+    if (!Py_IsInitialized() || FINALIZING())
+        return ffi_error(frame->api, XLA_FFI_Error_Code_CANCELLED,
+                         "mpicoll: Python is shutting down: no collective can run");
     if (!thread_kept) {
         /* XLA's own thread: its Python state made once and kept (else each call would
          * make and free one: about a microsecond). A thread with one already (a Python
@@ -166,20 +190,21 @@ static PyObject *handler(PyObject *self, PyObject *unused) {
     return PyCapsule_New((void *)handle, NULL, NULL);
 }
 
-/* add_site(host, input dtype, output dtype) -> the index for the `site` attribute */
+/* add_site(host, input dtype, output dtype, input bytes, output bytes) -> the index for
+ * the `site` attribute */
 static PyObject *add_site(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *host, *din, *dout;
-    if (!PyArg_ParseTuple(args, "OO&O&", &host, PyArray_DescrConverter, &din,
-                          PyArray_DescrConverter, &dout))
+    PyObject *host, *tin, *tout, *nin, *nout, *din = NULL, *dout = NULL, *site = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO!O!", &host, &tin, &tout, &PyLong_Type, &nin,
+                          &PyLong_Type, &nout))
         return NULL;
-    PyObject *site = NULL;
     if (!PyCallable_Check(host))
         PyErr_SetString(PyExc_TypeError, "add_site: host must be callable");
-    else
-        site = PyTuple_Pack(3, host, din, dout);
-    Py_DECREF(din);
-    Py_DECREF(dout);
+    else if (PyArray_DescrConverter(tin, (PyArray_Descr **)&din) &&
+             PyArray_DescrConverter(tout, (PyArray_Descr **)&dout))
+        site = PyTuple_Pack(5, host, din, dout, nin, nout);
+    Py_XDECREF(din);
+    Py_XDECREF(dout);
     if (site == NULL) return NULL;
     int err = PyList_Append(sites, site);
     Py_DECREF(site);
@@ -189,7 +214,8 @@ static PyObject *add_site(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"handler", handler, METH_NOARGS, "the FFI handler, as a PyCapsule"},
-    {"add_site", add_site, METH_VARARGS, "register (host, input dtype, output dtype)"},
+    {"add_site", add_site, METH_VARARGS,
+     "register (host, input dtype, output dtype, input bytes, output bytes)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -46,7 +46,7 @@ def test_the_jax_handler_is_built_with_the_core_or_off():
     assert handler is not None, why
     assert why.startswith(f"in use (XLA FFI API {handler.FFI_MAJOR}.{handler.FFI_MINOR})")
     with pytest.raises(TypeError, match="host must be callable"):
-        handler.add_site(None, "float32", "float32")
+        handler.add_site(None, "float32", "float32", 4, 4)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "complex128"])

@@ -249,3 +249,22 @@ def test_repeated_broadcasts_from_every_root_stay_right(rank, size):
                 x[:] = rank + 1
                 dist.broadcast(x, src=root)
                 np.testing.assert_array_equal(x, np.full(n, root + 1.0))
+
+
+def test_no_acknowledgements_where_the_tags_carry_no_signature(monkeypatch):
+    # an MPI with MPI_TAG_UB below 2**20 (Intel MPI's is 2**20 - 1): tags carry counts
+    # only, so an acknowledgement (no data, the count in its tag) would pass for the data
+    # a receive expects; there, none is sent, and a broadcast is as it was before them
+    from mpicoll._collectives import _messages
+
+    sizes = object()  # (the check on: anything but None)
+    root = _messages.Direct([], [(1, 3)], [3, 3], sizes, 2, sig=5, acks=[(1, 3, 1)])
+    other = _messages.Direct([(0, 3, 0)], [], [3], sizes, 2, sig=5, acks=[(0, 3)])
+    assert (len(root.acks_in), len(other.acks_out)) == (1, 1)
+    # the root expects what the other sends, and no data's tag passes for it
+    assert root.tags[0] == other.acks_out[0][1] != other.tags[0]
+    assert root.tags[0] & ((1 << root.bits) - 1) != 5
+    monkeypatch.setattr(_messages, "bits", lambda: 0)
+    root = _messages.Direct([], [(1, 3)], [3, 3], sizes, 2, sig=5, acks=[(1, 3, 1)])
+    other = _messages.Direct([(0, 3, 0)], [], [3], sizes, 2, sig=5, acks=[(0, 3)])
+    assert (root.acks_in, root.tags, other.acks_out, other.tags) == ([], (), [], (3,))

@@ -48,7 +48,9 @@ def _bytes(buf: Any, count: int, at: int, dt: Any, isz: int) -> list:
 # where a root's acknowledgements arrive (:class:`Direct`'s ``acks``): none carries data,
 # but a rank that took itself for the root sends its data there instead, refused by its
 # tag; room for the largest such message (a broadcast's, _rooted_direct.MAX_BROADCAST
-# elements of 32 bytes), shared, since only a call that raises writes into it
+# elements of 32 bytes: that module checks), shared, since only a call that raises writes
+# into it (a longer message of another collective is cut short: an error, then its tag
+# is compared all the same)
 ACK_ROOM = 1 << 14
 _ack_room = bytearray(ACK_ROOM)
 _NOTHING = [bytearray(1), (0, 0), _BYTE]
@@ -87,7 +89,9 @@ class Direct:
         def tag(c: int, signed: int = self.sig) -> int:
             return min(c, cmax) << b | signed
 
-        acks = acks if sizes is not None else ()
+        # (only where the tags carry signatures: else an acknowledgement's tag, its count
+        # alone, would pass for the data a receive expects, and two roots return unwritten)
+        acks = acks if b else ()
         ack = acknowledging(self.sig)
         self.acks_in = [(j, c, at) for j, c, at in (a for a in acks if len(a) == 3)]
         self.acks_out = [(j, tag(c, ack)) for j, c in (a for a in acks if len(a) == 2)]

@@ -17,7 +17,7 @@ from .._work import Work
 from ._direct import keeps, plan_key, put_back, run_kept, span, take
 from ._layout import area as _area
 from ._layout import displs as _displs
-from ._messages import Direct, issue
+from ._messages import ACK_ROOM, Direct, issue
 from ._own_block import flat_copy
 from ._signature import signature
 from ._sizes import Sizes, _kept
@@ -30,6 +30,7 @@ from ._sizes import rooted as rooted_sizes
 # raises (where MPI's broadcast returned a wrong result silently on Open MPI). By
 # elements, so that ranks whose dtypes differ still take the same way (and are told so)
 MAX_BROADCAST = 512
+assert MAX_BROADCAST * 32 <= ACK_ROOM  # (a root's acknowledgements hold a broadcast's data)
 
 _buffer = MPI.buffer
 _Status = MPI.Status

@@ -191,10 +191,14 @@ def _site(kind: str, spec: tuple, twin: _host.Twin, aval: Any, out_aval: Any) ->
            tuple(_ALIASED), _host.lean, _host.run)
     index = _sites.get(key)
     if index is None:
-        handler, _ = _core_loader.jax_handler()
         host = _host_function(kind, spec, twin, aval, out_aval)
-        index = _sites[key] = handler.add_site(host, aval.dtype, out_aval.dtype)
+        index = _sites[key] = _registered[0].add_site(
+            host, aval.dtype, out_aval.dtype, _nbytes(aval), _nbytes(out_aval))
     return index
+
+
+def _nbytes(aval: Any) -> int:
+    return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
 
 
 def _lower_cpu(ctx: Any, x: Any, *, kind: str, spec: tuple, twin: _host.Twin,
@@ -241,7 +245,7 @@ mlir.register_lowering(mpi_p, _lower_cpu, platform="cpu", cacheable=False)
 
 _CHOICES = ("ffi", "buffer", "io_callback")
 _chosen: list[str] = []
-_registered: list[bool] = []
+_registered: list[Any] = []  # the handler's module, registered with XLA (or None)
 
 
 def mechanism() -> str:
@@ -273,8 +277,8 @@ def ffi_available() -> bool:
                                             api_version=1)
             except Exception:  # (an XLA that refuses it: the buffer callback instead)
                 handler = None
-        _registered.append(handler is not None)
-    return _registered[0]
+        _registered.append(handler)
+    return _registered[0] is not None
 
 
 def use(via: str | None) -> None:
