@@ -56,11 +56,11 @@ def test_unchecked_different_collectives_as_messages_raise_on_every_rank():
     p, out = run_per_rank(3, ["tests/scripts/disagree.py", "collective"], timeout=60,
                           MPICOLL_TIMEOUT="20")
     assert p.returncode == 0, p.stderr
-    assert out[0].startswith("rank 0: SignatureMismatch: all_reduce: rank 1 made another "
+    assert out[0].startswith("rank 0: SignatureMismatch: all_reduce #1: rank 1 made another "
                              "call than rank 0 at the same point: collective: 'broadcast' "
                              "there, 'all_reduce' here"), out[0]
     for r in (1, 2):
-        assert out[r].startswith(f"rank {r}: SignatureMismatch: broadcast: rank 0 made "
+        assert out[r].startswith(f"rank {r}: SignatureMismatch: broadcast #1: rank 0 made "
                                  f"another call than rank {r} at the same point: collective: "
                                  "'all_reduce' there, 'broadcast' here"), out[r]
 

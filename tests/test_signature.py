@@ -9,6 +9,8 @@ Each mistake is made twice, blocking and async: the second call takes the quick 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -209,14 +211,16 @@ def test_a_root_that_differs_raises_at_the_call_and_leaves_nothing_queued(
         return
     x = np.full(count, 10.0 + rank)
     dist.broadcast(x, group=pair, group_src=0)  # (right: the next calls may be quick)
+    seq = 1  # (the pair's calls, numbered: the message names the call)
     for theirs, said in ((rank, "rank {me} and rank {peer} each took itself for the root"),
                          (1 - rank, "rank {me} took rank {peer} for the root, and rank "
                                     "{peer} took rank {me}")):
         for _ in range(2):
             x[:] = 10.0 + rank
+            seq += 1
             with pytest.raises(SignatureMismatch) as e:
                 _waited(dist.broadcast(x, group=pair, group_src=theirs, async_op=async_op))
-            assert "broadcast: the ranks disagree on the root: " + \
+            assert f"broadcast #{seq}: the ranks disagree on the root: " + \
                 said.format(me=rank, peer=1 - rank) in str(e.value), str(e.value)
     for value in (100.0, 200.0, 300.0):  # nothing left over from the calls that raised
         y = np.full(count, value if rank == 0 else -1.0)
@@ -249,6 +253,34 @@ def test_repeated_broadcasts_from_every_root_stay_right(rank, size):
                 x[:] = rank + 1
                 dist.broadcast(x, src=root)
                 np.testing.assert_array_equal(x, np.full(n, root + 1.0))
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+def test_a_rank_that_skipped_a_collective_raises_at_the_barrier(rank, size, async_op):
+    """Rank 1 skips an all_reduce, then every rank calls barrier: by order, rank 1's
+    barrier meets the others' all_reduce. Each raises there, naming the two collectives
+    (and no dtype or op: a barrier has none), where MPI's barrier waited on the others'
+    all_reduce until the watchdog ended the job; nothing is left queued."""
+    x = np.full(3, rank + 1.0)
+    with pytest.raises(SignatureMismatch) as e:
+        if rank != 1:
+            _waited(dist.all_reduce(x, async_op=async_op))
+        _waited(dist.barrier(async_op=async_op))
+    said = str(e.value)
+    if rank == 1:
+        assert re.match(r"barrier #\d+: rank 0 made another call than rank 1 at the same "
+                        r"point: collective: 'all_reduce' there, 'barrier' here\. Rank 1 did "
+                        r"not wait for the others", said), said
+    else:
+        assert re.match(rf"all_reduce #\d+: rank 1 made another call than rank {rank} at the "
+                        r"same point: collective: 'barrier' there, 'all_reduce' here\. The "
+                        rf"output of rank {rank} is not what the call asked for", said), said
+        np.testing.assert_array_equal(x, np.full(3, rank + 1.0))  # (not reduced)
+    for _ in range(3):  # the next calls pair as they should
+        y = np.full(3, rank + 1.0)
+        _waited(dist.all_reduce(y, async_op=async_op))
+        np.testing.assert_array_equal(y, np.full(3, size * (size + 1) / 2))
+        _waited(dist.barrier(async_op=async_op))
 
 
 def test_no_acknowledgements_where_the_tags_carry_no_signature(monkeypatch):

@@ -137,10 +137,11 @@ class Direct:
         reqs += [sinit(_NOTHING, j, tag) for j, tag in self.acks_out]
         return reqs
 
-    def check(self, statuses: list[Any], me: int, dt: Any) -> None:
+    def check(self, statuses: list[Any], me: int, dt: Any, seq: int = 0) -> None:
         """Raise SignatureMismatch where a peer's call is another collective, or of another
         dtype or reduce op (the signature in its tag), SizeMismatch where it sent another
-        count than this rank expects (its receives' statuses, first in ``statuses``)."""
+        count than this rank expects (its receives' statuses, first in ``statuses``);
+        ``seq``: the call's number on its group, for the message."""
         sizes = self.sizes
         if sizes is None:
             return
@@ -157,7 +158,7 @@ class Direct:
             tag = st.Get_tag()  # (negative: no status, after an error; not compared)
             if tag >= 0 and tag & mask != want & mask:
                 self._differs(self.recvs[k][0], want & mask, tag & mask, me,
-                              k >= len(self.tags) - len(self.acks_in))
+                              k >= len(self.tags) - len(self.acks_in), seq)
             if (tag != want and tag >= 0) or (tag >> b == cmax and not self.big and
                                               st.Get_count(dt) != self.recvs[k][1]):
                 break
@@ -171,21 +172,26 @@ class Direct:
                 st.Get_error() else st.Get_count(dt)
         sizes.mismatch(_array(got, _int64), me)
 
-    def _differs(self, peer: int, mine: int, theirs: int, me: int, root: bool) -> None:
-        """Raise SignatureMismatch: group rank ``peer``'s call is another than this one
-        (``root``: this rank is a broadcast's root, reading an acknowledgement)."""
+    def _differs(self, peer: int, mine: int, theirs: int, me: int, root: bool,
+                 seq: int) -> None:
+        """Raise SignatureMismatch: group rank ``peer``'s call is another than this one,
+        call ``seq`` on the group (``root``: this rank is a broadcast's root, reading an
+        acknowledgement)."""
+        op = f"{self.sizes.op} #{seq}" if seq else self.sizes.op
         roots = roots_differ(mine, theirs)
         if roots is not None:
             raise torch_flavoured(SignatureMismatch)(
-                f"{self.sizes.op}: the ranks disagree on the root: "
+                f"{op}: the ranks disagree on the root: "
                 f"{roots.format(peer=peer, me=me)}. The output of rank {me} is not what the "
                 "call asked for; every rank must pass the same src (or group_src)")
         said = "; ".join(differs(mine, theirs))
         outcome = (f"The root's tensor (rank {me}) is unchanged; rank {peer}'s output is not "
                    "what the call asked for" if root else
+                   f"Rank {me} did not wait for the others" if
+                   self.sizes.op == "barrier" else
                    f"The output of rank {me} is not what the call asked for")
         raise torch_flavoured(SignatureMismatch)(
-            f"{self.sizes.op}: rank {peer} made another call than rank {me} at the same "
+            f"{op}: rank {peer} made another call than rank {me} at the same "
             f"point: {said}. {outcome}; every rank must make the same collectives, in the "
             "same order, with the same dtype and reduce op")
 
@@ -280,7 +286,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
     if async_op:
         if copy is not None:  # (no message of this rank's to itself: MPI never touches it)
             copy[0][copy[1]] = copy[2]
-        return Work(op, reqs, partial(_compared, direct, sts, me, dt, finalize),
+        return Work(op, reqs, partial(_compared, direct, sts, me, dt, finalize, seq),
                     keep=(held := (args, keep)), outputs=outputs, group=group, seq=seq,
                     explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, held),
                     rec=rec, statuses=sts)
@@ -308,9 +314,9 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
             # on: a reduce_scatter's reduction, a sizes check)
             done(rec)
             free(reqs)
-            _compared(direct, sts, me, dt, finalize)
+            _compared(direct, sts, me, dt, finalize, seq)
         elif any(reqs):
-            compared = partial(_compared, direct, sts, me, dt, finalize)
+            compared = partial(_compared, direct, sts, me, dt, finalize, seq)
             Work(op, reqs, compared if started is None else partial(_freed_after, reqs, compared),
                  keep=(held := (args, keep)), outputs=outputs, group=group, seq=seq,
                  explain=partial(_explain, direct, reqs, sts, me, dt, op, group, seq, held,
@@ -318,10 +324,10 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
                  rec=rec, statuses=sts)
         else:  # (all completed as the wait returned)
             done(rec)
-            _compared(direct, sts, me, dt, finalize)
+            _compared(direct, sts, me, dt, finalize, seq)
         raise
     try:
-        direct.check(sts, me, dt)
+        direct.check(sts, me, dt, seq)
     except BaseException:
         done(rec, False)
         if started is not None:
@@ -372,7 +378,7 @@ def settle_core(core: Any, op: str, group: Any, seq: int, direct: Direct, reqs: 
         _explain(direct, reqs, sts, group._rank, dt, op, group, seq, (args, keep), True)
         raise mpi_error(op, outcome, args) from outcome
     try:
-        direct.check(sts, group._rank, dt)
+        direct.check(sts, group._rank, dt, seq)
     except BaseException:
         core.failed(outcome)
         free(reqs)
@@ -393,9 +399,9 @@ def _freed_after(reqs: list[Any], then: Callable[[], Any]) -> None:
 
 
 def _compared(direct: Direct, sts: list[Any], me: int, dt: Any,
-              finalize: Callable[[], Any] | None) -> None:
+              finalize: Callable[[], Any] | None, seq: int = 0) -> None:
     """An async direct call's completion: the counts compared, then ``finalize``."""
-    direct.check(sts, me, dt)
+    direct.check(sts, me, dt, seq)
     if finalize is not None:
         finalize()
 
@@ -410,4 +416,4 @@ def _explain(direct: Direct, reqs: list[Any], sts: list[Any], me: int, dt: Any, 
     finally:
         if persistent:  # (complete, failed or kept running: never restarted)
             free(reqs)
-    direct.check(sts, me, dt)
+    direct.check(sts, me, dt, seq)

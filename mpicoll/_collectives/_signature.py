@@ -23,7 +23,7 @@ FULL = KIND_BITS + DTYPE_BITS + OP_BITS
 
 _KINDS = ("", "all_to_all_single", "all_to_all", "all_gather_into_tensor", "all_gather",
           "reduce_scatter_tensor", "reduce_scatter", "gather", "scatter",
-          "all_gather_coalesced", "all_reduce", "broadcast", "broadcast_ack")
+          "all_gather_coalesced", "all_reduce", "broadcast", "broadcast_ack", "barrier")
 _DTYPES = ("", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
            "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
            "float8_e4m3fn", "float8_e5m2", "longdouble", "clongdouble")
@@ -68,13 +68,16 @@ def roots_differ(mine: int, theirs: int) -> str | None:
 
 
 def differs(mine: int, theirs: int) -> list[str]:
-    """What differs between two signatures, each part as "what: theirs against mine"."""
+    """What differs between two signatures, each part as "what: theirs against mine"
+    (where the collectives differ, a dtype or reduce op only one of them has is not
+    named: a barrier has neither, a reduce_scatter's reduce op is not all_gather's)."""
     said = []
+    kinds_differ = (mine ^ theirs) & ((1 << KIND_BITS) - 1)
     for what, shift, width, names in (("collective", 0, KIND_BITS, _KINDS),
                                       ("dtype", KIND_BITS, DTYPE_BITS, _DTYPES),
                                       ("reduce op", KIND_BITS + DTYPE_BITS, OP_BITS, _OPS)):
         a, b = (mine >> shift) & ((1 << width) - 1), (theirs >> shift) & ((1 << width) - 1)
-        if a != b:
+        if a != b and not (kinds_differ and shift and not (a and b)):
             said.append(f"{what}: {_name(names, b)!r} there, {_name(names, a)!r} here")
     return said
 

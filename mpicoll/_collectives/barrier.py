@@ -1,4 +1,15 @@
-"""[2] barrier -> Barrier / Ibarrier; monitored_barrier -> tagged messages via rank 0."""
+"""[2] barrier -> messages whose tags carry its signature, or Ibarrier;
+monitored_barrier -> tagged messages via rank 0.
+
+On a group that sends direct messages (2 to 8 ranks, :mod:`._direct`), where their tags
+carry signatures (:mod:`._signature`; the check on), a barrier is a message of no data
+from every rank to every other: a rank leaves once it has one from each peer, so once
+every rank has entered. Each tag says "barrier", so a rank whose peer is in another
+collective at the same point raises SignatureMismatch there, on both sides, where MPI's
+barrier and the peer's call would wait on each other until the watchdog ended the job:
+a rank that skipped a collective, then called barrier, is caught at the barrier.
+Elsewhere, MPI's Ibarrier.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +25,14 @@ from .._process_group import resolve
 from .._wait import test_until
 from .._work import Work
 from ..errors import CollectiveTimeout, torch_flavoured
+from . import _direct
 from ._call import issue
+from ._signature import bits, signature
+from ._sizes import exchange, sizes_on
+
+# what a barrier's messages are sent from and received into: no data (a longer message,
+# another collective's, is cut short: an MPI error, then its tag compared all the same)
+_NONE = bytearray(1)
 
 
 def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,
@@ -32,11 +50,24 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,
     if pg is None:
         return None
     if timeout is None or async_op:
-        return issue(name, pg, "Barrier", (), None, async_op)
-    work = issue(name, pg, "Barrier", (), None, True)
+        return _barrier(name, pg, async_op)
+    work = _barrier(name, pg, True)
     assert work is not None
     work.wait(timeout)
     return None
+
+
+def _barrier(name: str, pg: Any, async_op: bool) -> Work | None:
+    """The barrier's messages where the group sends them and their tags carry its
+    signature; else MPI's Ibarrier."""
+    if not _direct.chosen(pg) or not bits() or not sizes_on():
+        return issue(name, pg, "Barrier", (), None, async_op)
+    n = pg._size
+    nothing = [0] * n
+    d = _direct.plan(pg, nothing, nothing, exchange(name, pg, nothing, nothing, "barrier"),
+                     signature(name, ""))
+    return _direct.issue(name, pg, d, (), (_NONE, d.zeros, _NONE, d.zeros, MPI.BYTE), None,
+                         None, async_op)
 
 
 def monitored_barrier(group: Any = None, timeout: Any = None,
