@@ -37,6 +37,34 @@ def test_the_core_of_this_family_is_in_use_or_off():
     assert f"mpicoll._core_{other}" not in sys.modules  # never the other family's
 
 
+_EXCHANGES_ONLY = """
+import numpy as np
+import mpicoll as dist
+from mpicoll import _core_loader
+n = dist.get_world_size()
+for _ in range(3):
+    out = np.zeros(4 * n)
+    dist.all_to_all_single(out, np.arange(4.0 * n))
+    assert (out == np.tile(np.arange(4.0) + 4 * dist.get_rank(), n)).all(), out
+print("core", _core_loader.module is not None, _core_loader.why)
+"""
+
+
+@pytest.mark.spawn
+def test_a_job_of_exchanges_only_on_mpi_s_collectives_loads_the_core():
+    # no all_reduce, no broadcast, and no direct messages (MPICOLL_DIRECT=0: as on more
+    # than 8 ranks): the exchanges' quick path loads the core itself, not only those
+    from _launch import run
+
+    p = run(2, ["-c", _EXCHANGES_ONLY], timeout=60, MPICOLL_DIRECT="0")
+    assert p.returncode == 0, p.stderr
+    lines = [x for x in p.stdout.splitlines() if x.startswith("core ")]
+    assert len(lines) == 2, p.stdout
+    for line in lines:
+        assert line.startswith("core False off (MPICOLL_CORE=0)" if OFF else
+                               f"core True in use ({FAMILY} family"), line
+
+
 def test_the_jax_handler_is_built_with_the_core_or_off():
     """Every lane builds it (`make core`, where jax is installed); info says which."""
     handler, why = _core_loader.jax_handler()

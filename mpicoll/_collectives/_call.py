@@ -174,7 +174,9 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     s_ = _env._settings
     if s_ is None or s_.check or _pending:  # (pending Works: as_buffer orders the call)
         return False
-    core = _core_loader.module
+    # (loaded by the first such call: a job whose only collectives are these, on a group
+    # that sends no direct messages, would otherwise never load it)
+    core = _core_loader.module or _core_loader.load()
     if core is not None:  # the same tests and lookup in C, and a kept Plan run there
         found = core.exchange(op, group, output, input, table, extra, QUICKERS,
                               len(_polling.spin), _departed.left)
