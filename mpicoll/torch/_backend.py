@@ -2,8 +2,8 @@
 
 Every method translates torch's (tensors, options) calling convention into one
 mpicoll collective on this group's communicator, so there is one implementation
-of the semantics. Method names are the ones torch 2.13 calls (docs/architecture.md and
-docs/guides/torch-backend.md list them); the legacy names are aliases.
+of the semantics. Method names are the ones torch 2.13 calls (docs/guides/torch-backend.md
+lists them); the legacy names are aliases.
 """
 
 from __future__ import annotations
