@@ -43,10 +43,11 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 4
+#define CORE_API 5
 
 enum { ISSUED = 0, FAILED = 1 };
-enum { ALLREDUCE = 0, BCAST = 1, MESSAGES = 2 }; /* what a record is of */
+/* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
+enum { ALLREDUCE = 0, BCAST = 1, MESSAGES = 2, REDUCE = 3, REDUCE_ROOT = 4 };
 /* the MPI collectives of an exchange's quick entry (its method: "Iallgather", ...) */
 enum { NOT_MINE = -1, ALLGATHER = 0, ALLTOALL = 1, REDUCE_SCATTER_BLOCK = 2 };
 
@@ -203,7 +204,8 @@ static int wait_for(MPI_Request *req, Record *r, long spin, PyObject *op,
 
 /* call(kind, op, comm, array, datatype, extra, group, seq, spin): one MPI collective on
  * a C-contiguous buffer, blocking: ALLREDUCE in place (extra: the mpi4py Op), BCAST
- * (extra: the root, whose buffer may be read-only). */
+ * (extra: the root, whose buffer may be read-only), REDUCE (extra: (the mpi4py Op, the
+ * root); in place on the root, the others' buffers only read). */
 static PyObject *call_in(int kind, PyObject *op, PyObject *commobj, PyObject *array,
                          PyObject *dtobj, PyObject *extra, PyObject *group,
                          PyObject *seqobj, long spin) {
@@ -217,6 +219,14 @@ static PyObject *call_in(int kind, PyObject *op, PyObject *commobj, PyObject *ar
     } else if (kind == BCAST) {
         root = (int)PyLong_AsLong(extra);
         MPI_Comm_rank(*comm, &me);
+    } else if (kind == REDUCE) {
+        if (!PyTuple_Check(extra) || PyTuple_GET_SIZE(extra) != 2) {
+            PyErr_SetString(PyExc_TypeError, "call: a reduce's extra is (op, root)");
+            return NULL;
+        }
+        if ((mop = PyMPIOp_Get(PyTuple_GET_ITEM(extra, 0))) == NULL) return NULL;
+        root = (int)PyLong_AsLong(PyTuple_GET_ITEM(extra, 1));
+        MPI_Comm_rank(*comm, &me);
     } else {
         PyErr_SetString(PyExc_ValueError, "call: unknown kind");
         return NULL;
@@ -224,8 +234,8 @@ static PyObject *call_in(int kind, PyObject *op, PyObject *commobj, PyObject *ar
     long long seq = PyLong_AsLongLong(seqobj);
     if (PyErr_Occurred()) return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(array, &view, me == root && kind == BCAST ? PyBUF_SIMPLE
-                                                                      : PyBUF_WRITABLE) < 0)
+    int read_only = kind == BCAST ? me == root : kind == REDUCE ? me != root : 0;
+    if (PyObject_GetBuffer(array, &view, read_only ? PyBUF_SIMPLE : PyBUF_WRITABLE) < 0)
         return NULL;
     int size = 0;
     MPI_Type_size(*dt, &size);
@@ -236,11 +246,14 @@ static PyObject *call_in(int kind, PyObject *op, PyObject *commobj, PyObject *ar
         return NULL;
     }
     Record *r = record(op, group, seq, count, dtobj, extra, NULL);
-    if (r != NULL) r->kind = kind;
+    if (r != NULL) r->kind = kind == REDUCE && me == root ? REDUCE_ROOT : kind;
     MPI_Request req = MPI_REQUEST_NULL;
     int err = kind == ALLREDUCE
         ? MPI_Iallreduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, *comm, &req)
-        : MPI_Ibcast(view.buf, (int)count, *dt, root, *comm, &req);
+        : kind == BCAST ? MPI_Ibcast(view.buf, (int)count, *dt, root, *comm, &req)
+        : me == root
+        ? MPI_Ireduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, root, *comm, &req)
+        : MPI_Ireduce(view.buf, NULL, (int)count, *dt, *mop, root, *comm, &req);
     if (err == MPI_SUCCESS) err = wait_for(&req, r, spin, op, group, seqobj, array);
     PyBuffer_Release(&view);
     if (err != MPI_SUCCESS) {
@@ -1097,6 +1110,10 @@ static PyObject *records(PyObject *self, PyObject *unused) {
         PyObject *meta = r->meta != NULL ? Py_NewRef(r->meta)
             : r->kind == ALLREDUCE ? Py_BuildValue("(O(LO)(O))", Py_None, r->count,
                                                    r->datatype, r->mpi_op)
+            : r->kind == REDUCE_ROOT ? Py_BuildValue("(O(LO)O)", Py_None, r->count,
+                                                     r->datatype, r->mpi_op)
+            : r->kind == REDUCE ? Py_BuildValue("((LO)OO)", r->count, r->datatype, Py_None,
+                                                r->mpi_op)
             : Py_BuildValue("((LO)O())", r->count, r->datatype, r->mpi_op);
         PyObject *wait = r->wait ? PyLong_FromLongLong(r->wait) : Py_NewRef(Py_None);
         PyObject *done = r->done ? PyLong_FromLongLong(r->done) : Py_NewRef(Py_None);
@@ -1144,7 +1161,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL,
      "call(kind, op, comm, array, datatype, extra, group, seq, spin): one collective, "
-     "blocking (ALLREDUCE in place, extra its Op; BCAST, extra its root)"},
+     "blocking (ALLREDUCE in place, extra its Op; BCAST, extra its root; REDUCE, extra "
+     "(its Op, its root))"},
     {"startwait", (PyCFunction)(void (*)(void))startwait, METH_FASTCALL,
      "startwait(op, group, seq, reqs, statuses, tags, lengths, datatype, copy, meta, spin, "
      "keep, fold): "
@@ -1194,7 +1212,8 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
         PyModule_AddIntConstant(m, "MPI_SUBVERSION", MPI_SUBVERSION) < 0 ||
         PyModule_AddIntConstant(m, "API", CORE_API) < 0 ||
         PyModule_AddIntConstant(m, "ALLREDUCE", ALLREDUCE) < 0 ||
-        PyModule_AddIntConstant(m, "BCAST", BCAST) < 0) {
+        PyModule_AddIntConstant(m, "BCAST", BCAST) < 0 ||
+        PyModule_AddIntConstant(m, "REDUCE", REDUCE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -20,7 +20,7 @@ from . import _recorder
 from ._env import flag, timeout_for
 from ._watched import watched
 
-API = 4  # what this Python side calls in the core (mpicoll/_core.c, CORE_API)
+API = 5  # what this Python side calls in the core (mpicoll/_core.c, CORE_API)
 module: Any = None  # the loaded core, or None: the Python path
 why = "not loaded yet (it loads with the first collective)"
 _tried = False
@@ -60,7 +60,7 @@ def load() -> Any:
     module = core
     why = (f"in use ({family} family, built against MPI {core.MPI_VERSION}."
            f"{core.MPI_SUBVERSION}): repeated blocking calls are issued, waited on and "
-           "recorded in C (all_reduce, broadcast, all_to_all_single, "
+           "recorded in C (all_reduce, broadcast, reduce, all_to_all_single, "
            "all_gather_into_tensor, reduce_scatter_tensor; on groups of 2 to 8 ranks "
            "the kept messages of every collective)")
     return core

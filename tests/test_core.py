@@ -134,6 +134,46 @@ def test_repeated_broadcast_from_each_root_equals_the_roots_tensor(xp, dtype, ra
         np.testing.assert_array_equal(xp.to_numpy(t), want)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64", "complex64"])
+@pytest.mark.parametrize("op", ["SUM", "MAX"])
+def test_repeated_reduce_to_each_root_equals_numpy_and_leaves_the_others(xp, dtype, op, rank,
+                                                                          size, group):
+    if op == "MAX" and dtype == "complex64":
+        pytest.skip("MAX is not defined on complex numbers (refused: test_bad_input)")
+    n = group.size() if hasattr(group, "size") else size
+    me = dist.get_group_rank(group, rank) if group is not None else rank
+    ref = {"SUM": np.sum, "MAX": np.max}[op]
+    for k in range(3 * n):  # (each root's first call validates; its next take the core)
+        root = k % n
+        dst = dist.get_global_rank(group, root) if group is not None else root
+        vals = [(np.arange(5) * (r + 1) + k).astype(dtype) for r in range(n)]
+        t = xp.tensor(vals[me], dtype)
+        dist.reduce(t, dst=dst, op=getattr(dist.ReduceOp, op), group=group)
+        want = ref(np.stack(vals), axis=0) if me == root else vals[me]
+        np.testing.assert_array_equal(xp.to_numpy(t), want)
+
+
+def test_a_repeated_reduce_is_recorded_at_its_call_site_with_its_counts(rank, size):
+    x = np.ones(4)
+    dist.reduce(x, dst=0)  # (validated: the next are quick)
+    lines = []
+    for _ in range(2):
+        dist.reduce(x, dst=0); lines.append(_line())  # noqa: E702  (the call's own line)
+    got = _recorder.records()[-2:]
+    assert [r[_recorder.OP] for r in got] == ["reduce"] * 2
+    for r, line in zip(got, lines, strict=True):
+        code, lasti = r[_recorder.FILE], r[_recorder.LINE]
+        assert any(start <= lasti < end and ln == line for start, end, ln in code.co_lines())
+        assert _recorder.state(r) == _recorder.COMPLETED
+        # (what the Python path's record keeps of Ireduce's arguments: the root's in place)
+        send, recv, rest = r[_recorder.META]
+        assert (send, recv) == ((None, (4, MPI.DOUBLE)) if rank == 0 else
+                                ((4, MPI.DOUBLE), None))
+        assert rest == (MPI.SUM, 0)
+    if not OFF:  # (recorded by the core: its ring holds them)
+        assert {r[_recorder.ID] for r in got} <= {r[0] for r in _core_loader.load().records()}
+
+
 @pytest.mark.mpi(min_size=2)
 def test_repeated_exchanges_equal_numpy_and_are_recorded_at_the_call_site(xp, rank, size):
     # on 2 to 8 ranks their messages are kept and restarted, in the core where it is in use

@@ -10,6 +10,7 @@ from .. import _core_loader, _departed, _polling
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._adapter.views import PLAIN, QUICKERS
+from .._describe import mpi_error
 from .._mpi import MPI
 from .._process_group import _State, resolve
 from .._work import Work
@@ -88,8 +89,18 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
         hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
         if hit is not None:
             mine = [a, hit[0]]
-            quick(name, pg, "Ireduce", (MPI.IN_PLACE, mine, hit[1], root) if is_root else
-                  (mine, None, hit[1], root))
+            args = (MPI.IN_PLACE, mine, hit[1], root) if is_root else (mine, None, hit[1], root)
+            core = _core_loader.module or _core_loader.load()
+            if core is not None and not _departed.left:
+                # numbered, issued, waited on (watched past its tests) and recorded in C
+                seq = pg.seq = pg.seq + 1
+                try:
+                    core.call(core.REDUCE, name, pg.comm, a, hit[0], (hit[1], root), pg, seq,
+                              len(_polling.spin))
+                except MPI.Exception as e:
+                    raise mpi_error(name, e, args) from e
+                return None
+            quick(name, pg, "Ireduce", args)
             return None
     buf = as_buffer(tensor, writable=is_root, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
