@@ -7,7 +7,6 @@ from typing import Any
 from .. import _core_loader, _departed, _polling
 from .._adapter import as_buffer
 from .._adapter.views import QUICKERS
-from .._describe import mpi_error
 from .._mpi import MPI
 from .._process_group import _State, resolve
 from .._work import Work
@@ -57,15 +56,8 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
                 # messages, kept, run and reduced in C where the core is in use
                 _all_reduce_direct.quick(name, pg, a, hit, op, keep=tensor)
                 return None
-            if core is not None and not _departed.left:
-                # numbered, issued, waited on (watched past its tests) and recorded in C
-                seq = pg.seq = pg.seq + 1
-                try:
-                    core.call(core.ALLREDUCE, name, pg.comm, a, hit[0], hit[1], pg, seq,
-                              len(_polling.spin))
-                except MPI.Exception as e:
-                    raise mpi_error(name, e, (MPI.IN_PLACE, [a, hit[0]], hit[1])) from e
-                return None
+            # (the core made MPI's call itself where it could: it hands a call back where
+            # a rank has left, or where the call is messages with none kept yet, above)
             quick(name, pg, "Iallreduce", (MPI.IN_PLACE, [a, hit[0]], hit[1]))
             return None
     _core_loader.load()  # (once: the next such call may take the core's path)
