@@ -43,6 +43,8 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
             found = core.reduce(name, pg, tensor, _reduce.QUICK, op, QUICKERS,
                                 len(_polling.spin), _departed.left,
                                 _all_reduce_direct.MAX_COUNT)
+            if found is True:  # (done: the common case)
+                return None
             found = _direct.core_found(core, name, pg, found, tensor,
                                        lambda hit, a: (MPI.IN_PLACE, [a, hit[0]], hit[1]))
             if found is None:

@@ -42,6 +42,8 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
             found = core.bcast(name, pg, tensor, root, BROADCASTS, QUICKERS,
                                len(_polling.spin), _departed.left,
                                _rooted_direct.MAX_BROADCAST)
+            if found is True:  # (done: the common case)
+                return None
             found = _direct.core_found(core, name, pg, found, tensor,
                                        lambda hit, a: ([a, hit[0]], root))
             if found is None:
