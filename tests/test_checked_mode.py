@@ -21,6 +21,8 @@ CASES = {
     "collective": "different collectives called at the same point: group rank(s) [0] have "
                   "'all_reduce'; group rank(s) [1, 2] have 'broadcast'",
     "gather_counts": "the root (group rank 0) expects 2 elements for group rank 1, which has 3",
+    "skip_barrier": "different collectives called at the same point: group rank(s) [0, 2] "
+                    "have 'all_reduce'; group rank(s) [1] have 'barrier'",
 }
 
 
@@ -63,6 +65,22 @@ def test_unchecked_different_collectives_as_messages_raise_on_every_rank():
         assert out[r].startswith(f"rank {r}: SignatureMismatch: broadcast #1: rank 0 made "
                                  f"another call than rank {r} at the same point: collective: "
                                  "'all_reduce' there, 'broadcast' here"), out[r]
+
+
+def test_unchecked_skipped_collective_raises_at_the_barrier_on_every_rank():
+    # rank 1 skips an all_reduce; the others' all_reduce meets its barrier, whose
+    # messages' tags say barrier: each rank raises there, where MPI's barrier waited
+    # until the watchdog ended the job
+    p, out = run_per_rank(3, ["tests/scripts/disagree.py", "skip_barrier"], timeout=60,
+                          MPICOLL_TIMEOUT="20")
+    assert p.returncode == 0, p.stderr
+    for r in (0, 2):
+        assert out[r].startswith(f"rank {r}: SignatureMismatch: all_reduce #1: rank 1 made "
+                                 f"another call than rank {r} at the same point: collective: "
+                                 "'barrier' there, 'all_reduce' here."), out[r]
+    assert out[1].startswith("rank 1: SignatureMismatch: barrier #1: rank 0 made another "
+                             "call than rank 1 at the same point: collective: 'all_reduce' "
+                             "there, 'barrier' here. Rank 1 did not wait for the others"), out[1]
 
 
 def test_unchecked_different_collectives_end_in_watchdog_report():

@@ -18,21 +18,25 @@ from typing import Any
 
 import numpy as np
 
-from .. import _tags
+from .. import _core_loader, _departed, _tags
 from .._env import DEFAULT_TIMEOUT, as_seconds
 from .._mpi import MPI
 from .._process_group import resolve
+from .._recorder import kept, recording
 from .._wait import test_until
 from .._work import Work
 from ..errors import CollectiveTimeout, torch_flavoured
 from . import _direct
-from ._call import issue
+from ._call import issue, quick_allowed
 from ._signature import bits, signature
 from ._sizes import exchange, sizes_on
 
 # what a barrier's messages are sent from and received into: no data (a longer message,
 # another collective's, is cut short: an MPI error, then its tag compared all the same)
-_NONE = bytearray(1)
+_NONE = np.zeros(1, np.uint8)
+# the quick entry a group keeps its barrier's messages under (the same for every group:
+# each keeps its own)
+_HIT = ("barrier",)
 
 
 def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,
@@ -59,15 +63,39 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,
 
 def _barrier(name: str, pg: Any, async_op: bool) -> Work | None:
     """The barrier's messages where the group sends them and their tags carry its
-    signature; else MPI's Ibarrier."""
+    signature; else MPI's Ibarrier. A blocking barrier's messages are kept by the group
+    (one set: nothing of them depends on the call) and run in the compiled core, as a
+    repeated call's are (:func:`._direct.run_kept`)."""
     if not _direct.chosen(pg) or not bits() or not sizes_on():
         return issue(name, pg, "Barrier", (), None, async_op)
+    core = None
+    if not async_op and quick_allowed():  # (checked mode first compares every call)
+        core = _core_loader.module or _core_loader.load()
+        if core is not None and not _departed.left and _direct.run_kept(
+                core, name, pg, _HIT, _NONE, None, None):
+            return None
     n = pg._size
     nothing = [0] * n
     d = _direct.plan(pg, nothing, nothing, exchange(name, pg, nothing, nothing, "barrier"),
                      signature(name, ""))
-    return _direct.issue(name, pg, d, (), (_NONE, d.zeros, _NONE, d.zeros, MPI.BYTE), None,
-                         None, async_op)
+    bufs = (_NONE, d.zeros, _NONE, d.zeros, MPI.BYTE)
+    if core is None or _departed.left:
+        return _direct.issue(name, pg, d, (), bufs, None, None, async_op, sig=_no_arguments)
+    # (the group keeps none yet: made, run this once by the Python path, kept)
+    key = _direct.plan_key(_HIT, _NONE, None)
+    reqs = d.prepare(pg.direct, bufs)
+    sts = [MPI.Status() for _ in reqs]
+    plan = core.Plan(hit=_HIT, reqs=reqs, statuses=sts, direct=d, datatype=MPI.BYTE,
+                     copy=None, meta=kept((), sts) if recording() else None, fold=None,
+                     args=())
+    _direct.issue(name, pg, d, (), bufs, None, None, False, started=plan)
+    _direct.put_back(pg.kept, key, plan)
+    return None
+
+
+def _no_arguments() -> dict[str, Any]:
+    """A barrier's signature for checked mode: the collective alone."""
+    return {}
 
 
 def monitored_barrier(group: Any = None, timeout: Any = None,

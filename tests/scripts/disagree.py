@@ -34,6 +34,11 @@ try:
             dist.all_reduce(np.ones(n))
         else:
             dist.broadcast(np.ones(n), src=0)
+    elif case == "skip_barrier":
+        # rank 1 skips an all_reduce and goes on to the barrier the others reach next
+        if rank != 1:
+            dist.all_reduce(np.ones(4))
+        dist.barrier()
     elif case == "gather_counts":
         gl = [np.zeros(2) for _ in range(size)] if rank == 0 else None
         dist.gather(np.ones(2 if rank == 0 else 3), gl, dst=0)

@@ -1,7 +1,9 @@
 """Issue 52's mistakes, one per job, over torch.distributed with BACKEND ("mpicoll" or
-"gloo"), default settings: what each rank gets. Run by ``python tests/scripts/mistakes.py
-table [RANKS]``, which launches every case over both backends (mpiexec from $MPIEXEC or
-the PATH; gloo's rendezvous on localhost) and prints the table docs/errors.md shows.
+"gloo"; "checked": mpicoll with MPICOLL_CHECK=1), default settings: what each rank
+gets. Run by ``python tests/scripts/mistakes.py table [RANKS [BACKENDS]]``, which launches
+every case over each backend (BACKENDS: comma-separated, by default
+mpicoll,checked,gloo; mpiexec from $MPIEXEC or the PATH; gloo's rendezvous on
+localhost) and prints the table docs/errors.md shows.
 
 A rank prints one line, ``OUTCOME <rank> <what>``: ``right`` or ``WRONG`` (it returned,
 its tensor compared with the numpy result of the call it made), or the exception's type.
@@ -37,8 +39,10 @@ def one(backend: str, case: str) -> None:
     import torch
     import torch.distributed as dist
 
-    if backend == "mpicoll":
+    if backend in ("mpicoll", "checked"):  # (checked: MPICOLL_CHECK=1, set by table)
         import mpicoll.torch  # noqa: F401
+
+        backend = "mpicoll"
     else:
         from mpi4py import MPI
 
@@ -115,15 +119,18 @@ def one(backend: str, case: str) -> None:
 _OUTCOME = re.compile(r"OUTCOME (\d+) ([A-Za-z]+?)(?=OUTCOME|\s|$)")
 
 
-def table(ranks: int) -> None:
-    """Every case over both backends: a markdown table, one line a case."""
+def table(ranks: int, backends: list[str]) -> None:
+    """Every case over each backend: a markdown table, one line a case."""
     mpiexec = os.environ.get("MPIEXEC", "mpiexec").split()
-    print(f"| mistake ({ranks} ranks) | mpicoll | gloo |\n| --- | --- | --- |")
+    print(f"| mistake ({ranks} ranks) | {' | '.join(backends)} |\n"
+          f"| --- |{' --- |' * len(backends)}")
     for case, words in CASES.items():
         cells = []
-        for backend in ("mpicoll", "gloo"):
+        for backend in backends:
             env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29577",
                        MPICOLL_TIMEOUT="20")
+            if backend == "checked":
+                env["MPICOLL_CHECK"] = "1"
             try:
                 p = subprocess.run([*mpiexec, "-n", str(ranks), sys.executable, __file__,
                                     backend, case], capture_output=True, text=True,
@@ -137,11 +144,12 @@ def table(ranks: int) -> None:
             got = {int(r): what for r, what in _OUTCOME.findall(out)}
             end = "hang" if "TIMEOUT" in out else "ended"
             cells.append(", ".join(f"{r}: {got.get(r, end)}" for r in range(ranks)))
-        print(f"| {words} | {cells[0]} | {cells[1]} |", flush=True)
+        print(f"| {words} | {' | '.join(cells)} |", flush=True)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "table":
-        table(int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+        table(int(sys.argv[2]) if len(sys.argv) > 2 else 2,
+              (sys.argv[3] if len(sys.argv) > 3 else "mpicoll,checked,gloo").split(","))
     else:
         one(sys.argv[1], sys.argv[2])
