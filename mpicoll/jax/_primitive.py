@@ -150,7 +150,7 @@ def _io_lowering() -> Any:
         def host(a: Any) -> np.ndarray:
             src = np.asarray(a)
             out = np.empty(shape, src.dtype)
-            if not lean(src, out):
+            if not lean(src, out, True):  # (new arrays each call)
                 _host.run(kind, spec, twin, src, out)
             return out
 
@@ -159,7 +159,7 @@ def _io_lowering() -> Any:
     return mlir.lower_fun(call, multiple_results=True)
 
 
-def _no_lean(src: Any, out: Any) -> bool:  # a collective with no lean form: run each call
+def _no_lean(src: Any, out: Any, fresh: bool = False) -> bool:  # (no lean form: run's path)
     return False
 
 
@@ -167,14 +167,15 @@ _lower_io = _io_lowering()
 
 
 def _host_function(kind: str, spec: tuple, twin: _host.Twin, aval: Any,
-                   out_aval: Any) -> Callable[[np.ndarray, np.ndarray], None]:
-    """What the CPU lowerings run: (input, output) numpy arrays over XLA's buffers."""
+                   out_aval: Any) -> Callable[..., None]:
+    """What the CPU lowerings run: (input, output) numpy arrays over XLA's buffers, and
+    whether they are fresh (the FFI handler's: not the buffers of its last calls)."""
     lean = _host.lean(kind, spec, twin, aval.dtype, tuple(aval.shape), tuple(out_aval.shape),
                       True if _ALIASED == [True] else None) or _no_lean
     run = _host.run
 
-    def host(src: np.ndarray, out: np.ndarray) -> None:
-        if not lean(src, out):
+    def host(src: np.ndarray, out: np.ndarray, fresh: bool = False) -> None:
+        if not lean(src, out, fresh):
             run(kind, spec, twin, src, out)
 
     return host
