@@ -43,7 +43,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 5
+#define CORE_API 6
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -1088,6 +1088,122 @@ out:
     return result;
 }
 
+/* Where a list's tensors lie, as mpicoll/_collectives/_layout.py's layout() makes it
+ * (the same rules, the same tuple; Python's is the path without the core):
+ * layout(xs, writable, quickers, most) with xs a list or tuple, returns (read only, dtype,
+ * start address, end address, counts, addresses (-1 where empty), the numpy arrays,
+ * whether they lie end to end in list order), or None where the quick path does not
+ * serve the list: a tensor that is not a C-contiguous numpy array (aligned and
+ * writable where `writable`) or a quick view (`quickers`), dtypes that differ, no
+ * element at all, tensors not a whole number of elements apart, a span of more than
+ * `most` elements, or written tensors that share memory. */
+typedef struct {
+    long long lo, hi;
+} Piece;
+
+static int by_start(const void *a, const void *b) {
+    long long x = ((const Piece *)a)->lo, y = ((const Piece *)b)->lo;
+    return (x > y) - (x < y);
+}
+
+static PyObject *layout(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4 || !(PyList_Check(args[0]) || PyTuple_Check(args[0])) ||
+        !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "layout(xs, writable, quickers, most): xs a list "
+                                         "or tuple, quickers a dict");
+        return NULL;
+    }
+    int writable = PyObject_IsTrue(args[1]);
+    long long most = PyLong_AsLongLong(args[3]);
+    if (writable < 0 || (most == -1 && PyErr_Occurred())) return NULL;
+    PyObject *xs = args[0], *quickers = args[2];
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(xs);
+    PyObject **items = PySequence_Fast_ITEMS(xs);
+    PyObject *arrays = PyList_New(n), *counts = PyList_New(n), *addrs = PyList_New(n);
+    PyObject *result = NULL;
+    Piece *pieces = NULL;
+    if (arrays == NULL || counts == NULL || addrs == NULL) goto out;
+    PyArray_Descr *dtype = NULL;
+    long long size = 0, start = -1, prev = -1, first = -1, end = 0;
+    int adjacent = 1, ascending = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = quick_array(items[i], writable, quickers);
+        if (a == NULL) {
+            if (PyErr_Occurred()) goto out;
+            goto none;
+        }
+        PyList_SET_ITEM(arrays, i, a); /* (stolen: freed with the list) */
+        PyArray_Descr *d = PyArray_DESCR((PyArrayObject *)a);
+        if (d != dtype) {
+            if (dtype == NULL) {
+                dtype = d;
+                size = PyDataType_ELSIZE(d);
+            } else if (!PyArray_EquivTypes(d, dtype)) {
+                goto none;
+            }
+        }
+        Py_ssize_t count = PyArray_SIZE((PyArrayObject *)a);
+        long long nbytes = (long long)PyArray_NBYTES((PyArrayObject *)a);
+        long long addr = nbytes ? (long long)(intptr_t)PyArray_DATA((PyArrayObject *)a) : -1;
+        PyObject *c = PyLong_FromSsize_t(count), *at = PyLong_FromLongLong(addr);
+        if (c == NULL || at == NULL) {
+            Py_XDECREF(c);
+            Py_XDECREF(at);
+            goto out;
+        }
+        PyList_SET_ITEM(counts, i, c);
+        PyList_SET_ITEM(addrs, i, at);
+        if (!nbytes) continue;
+        if (addr != prev) {
+            if (start < 0) {
+                start = first = addr;
+            } else {
+                adjacent = 0;
+                if (size == 0 || (addr - first) % size) goto none; /* (not whole elements) */
+                if (addr < prev) {
+                    ascending = 0;
+                    if (addr < start) start = addr;
+                }
+            }
+        }
+        prev = addr + nbytes;
+        if (prev > end) end = prev;
+    }
+    if (start < 0 || (end - start) / size > most) goto none;
+    if (!adjacent && writable && !ascending) { /* written tensors must be apart */
+        pieces = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Piece));
+        if (pieces == NULL) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(arrays, i);
+            long long nbytes = (long long)PyArray_NBYTES(a);
+            if (!nbytes) continue;
+            long long lo = (long long)(intptr_t)PyArray_DATA(a);
+            pieces[k].lo = lo;
+            pieces[k++].hi = lo + nbytes;
+        }
+        qsort(pieces, (size_t)k, sizeof(Piece), by_start);
+        for (Py_ssize_t i = 1; i < k; i++)
+            if (pieces[i - 1].hi > pieces[i].lo) goto none;
+    }
+    result = Py_BuildValue("(OOLLOOOO)", writable ? Py_False : Py_True, (PyObject *)dtype,
+                           start, end, counts, addrs, arrays,
+                           adjacent ? Py_True : Py_False);
+    goto out;
+none:
+    result = Py_NewRef(Py_None);
+out:
+    PyMem_Free(pieces);
+    Py_XDECREF(arrays);
+    Py_XDECREF(counts);
+    Py_XDECREF(addrs);
+    return result;
+}
+
 /* failed(id): mark the record `id` failed (a call whose counts disagreed) */
 static PyObject *failed(PyObject *self, PyObject *id) {
     for (Py_ssize_t k = 0; k < filled; k++) {
@@ -1180,6 +1296,9 @@ static PyMethodDef methods[] = {
     {"bcast", (PyCFunction)(void (*)(void))bcast, METH_FASTCALL,
      "bcast(op, group, tensor, root, table, quickers, spin, left, most): the quick path of "
      "a blocking broadcast"},
+    {"layout", (PyCFunction)(void (*)(void))layout, METH_FASTCALL,
+     "layout(xs, writable, quickers, most): where a list's tensors lie (mpicoll/"
+     "_collectives/_layout.py), or None"},
     {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},
     {"configure", configure, METH_VARARGS, "what the Python side gives the core"},
     {NULL, NULL, 0, NULL},

@@ -310,3 +310,61 @@ def test_a_reduce_scatter_fold_equals_numpy():
     for j in (0, 1, 3):
         want = scratch[3 * j:3 * j + 3] + want
     np.testing.assert_array_equal(out, want)
+
+
+def _lists():
+    """Lists the quick path meets, each with whether its tensors are written."""
+    whole = np.arange(24, dtype=np.float32)
+    torch = pytest.importorskip("torch")
+    t = torch.arange(12, dtype=torch.float64)
+    apart = [np.ones(3, np.float32) for _ in range(4)]
+    return {
+        "chunks of one array": (list(whole.reshape(4, 6)), True),
+        "separate arrays": (apart, True),
+        "separate arrays, read": (tuple(apart), False),
+        "descending views": ([whole[18:], whole[12:18], whole[6:12], whole[:6]], True),
+        "overlapping views, written": ([whole[:8], whole[4:12]], True),
+        "overlapping views, read": ([whole[:8], whole[4:12]], False),
+        "one array twice, written": ([apart[0], apart[0]], True),
+        "dtypes that differ": ([np.ones(2, np.float32), np.ones(2, np.float64)], True),
+        "not contiguous": ([whole[::2], whole[1::2]], False),
+        "read only, written": ([np.frombuffer(b"\0" * 16, np.float32)], True),
+        "read only, read": ([np.frombuffer(b"\0" * 16, np.float32)], False),
+        "empty tensors among others": ([np.ones(0, np.float32), whole[:4], np.ones(0,
+                                                                                  np.float32)],
+                                       True),
+        "every tensor empty": ([np.ones(0), np.ones(0)], True),
+        "half an element apart": ([whole.view(np.uint8)[:4].view(np.float32),
+                                   whole.view(np.uint8)[6:10].view(np.float32)], False),
+        "torch chunks": (list(t.chunk(3)), True),
+        "torch and numpy": ([t[:4].numpy(), t[4:8]], True),
+        "a torch tensor that requires grad": ([torch.ones(2, requires_grad=True)], False),
+    }
+
+
+@pytest.mark.parametrize("case", [
+    "chunks of one array", "separate arrays", "separate arrays, read", "descending views",
+    "overlapping views, written", "overlapping views, read", "one array twice, written",
+    "dtypes that differ", "not contiguous", "read only, written", "read only, read",
+    "empty tensors among others", "every tensor empty", "half an element apart",
+    "torch chunks", "torch and numpy", "a torch tensor that requires grad"])
+def test_the_core_s_list_layout_is_the_python_one(case):
+    from mpicoll._adapter.views import QUICKERS
+    from mpicoll._collectives import _layout
+
+    core = _loaded()
+    if core is None:
+        pytest.skip("the Python path: the core's layout is not built or off")
+    xs, writable = _lists()[case]
+    mine = _layout.layout_here(xs, writable)
+    theirs = core.layout(xs, writable, QUICKERS, 2**31 - 1)
+    if mine is None:
+        assert theirs is None
+        return
+    assert theirs is not None
+    *head, arrays, adjacent = theirs
+    assert tuple(head) == mine[:6] and adjacent == mine[7]
+    assert [a.__array_interface__["data"][0] for a in arrays] == \
+        [a.__array_interface__["data"][0] for a in mine[6]]
+    # (the span's limit: a list past `most` elements is not the quick path's)
+    assert core.layout(xs, writable, QUICKERS, 0) is None

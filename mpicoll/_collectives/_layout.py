@@ -17,7 +17,7 @@ from numpy import concatenate as _concatenate
 from numpy import empty as _empty
 from numpy import ndarray as _ndarray
 
-from .. import _env
+from .. import _core_loader, _env
 from .._adapter.views import QUICKERS
 from .._mpi import MPI
 from .._pending import pending as _pending
@@ -85,6 +85,15 @@ def layout(xs: Any, n: int, writable: bool) -> Layout | None:
     s_ = _env._settings
     if s_ is None or s_.check or _pending or type(xs) not in _SEQUENCES or len(xs) != n:
         return None
+    core = _core_loader.module or _core_loader.load()
+    if core is not None:  # (the same, in C: mpicoll/_core.c, layout)
+        return core.layout(xs, writable, QUICKERS, INT_MAX)
+    return layout_here(xs, writable)
+
+
+def layout_here(xs: Any, writable: bool) -> Layout | None:
+    """:func:`layout` of the list or tuple ``xs``, made here (the compiled core makes the
+    same in C)."""
     arrays: list[Any] = []
     addrs: list[int] = []
     counts: list[int] = []
