@@ -58,7 +58,8 @@ typedef struct {
     long long seq;
     long long count;
     PyObject *datatype; /* mpi4py Datatype */
-    PyObject *mpi_op;   /* mpi4py Op */
+    PyObject *mpi_op;   /* what follows the buffer: the mpi4py Op (ALLREDUCE), the root
+                           (BCAST), (Op, root) (REDUCE) */
     PyObject *meta;     /* what the recorder keeps of the call's arguments, or NULL: made
                            from count, datatype and op when read */
     PyObject *code;     /* the call site's code object, or NULL */

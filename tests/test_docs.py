@@ -6,6 +6,7 @@ before it is an HTML comment (invisible on the site) naming the launch::
     <!-- run: mpiexec -n 2 -->
     <!-- run: mpiexec -n 3 MPICOLL_CHECK=1 -->         environment for the job
     <!-- run: mpiexec -n 2 requires=cupy -->           skipped (visibly) without it
+    <!-- run: mpiexec -n 2 mpi=mpich -->               on that MPI family only (visibly)
 
 Each runnable block is written to a file and run as ``mpiexec -n N python file``
 under a timeout (and with ``MPICOLL_TIMEOUT`` set, so a stuck collective reports
@@ -49,6 +50,7 @@ class Block:
         self.ranks = 0
         self.env: dict[str, str] = {}
         self.requires: list[str] = []
+        self.mpi = ""  # (the MPI family it shows, where its output is that family's)
         if run is not None:
             m = _RUN.match(run)
             assert m, f"{page}:{line}: malformed run marker {run!r}"
@@ -58,6 +60,8 @@ class Block:
                 assert sep, f"{page}:{line}: expected KEY=VALUE in run marker, got {word!r}"
                 if key == "requires":
                     self.requires = value.split(",")
+                elif key == "mpi":
+                    self.mpi = value
                 else:
                     self.env[key] = value
 
@@ -105,6 +109,13 @@ RUNNABLE = [b for b in BLOCKS if b.runnable]
 INSTALLED_WITH_THE_SUITE = {"mpicoll", "mpi4py", "numpy", "torch", "paddle", "jax"}
 
 
+def _family() -> str:
+    """The MPI family of the jobs this suite runs: mpich or openmpi."""
+    from mpi4py import MPI  # (the lane's MPI)
+
+    return "openmpi" if MPI.Get_library_version().startswith("Open MPI") else "mpich"
+
+
 def _missing(module: str) -> str | None:
     """Why a required module cannot serve the block here, or None."""
     if module in INSTALLED_WITH_THE_SUITE:
@@ -128,6 +139,8 @@ def test_runnable_block(block: Block, tmp_path: Path) -> None:
         why = _missing(module)
         if why:
             pytest.skip(f"{block.id}: {why}")
+    if block.mpi and block.mpi != _family():
+        pytest.skip(f"{block.id}: shows what the {block.mpi} family does (this is {_family()})")
     script = tmp_path / "block.py"
     script.write_text(block.code, encoding="utf-8")
     env = {"MPICOLL_TIMEOUT": "60", **block.env}

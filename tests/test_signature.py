@@ -16,6 +16,7 @@ import pytest
 
 import mpicoll as dist
 from mpicoll._collectives import _direct, _signature
+from mpicoll._start import is_open_mpi
 from mpicoll.errors import SignatureMismatch, SizeMismatch
 
 SENTINEL = -7
@@ -261,6 +262,9 @@ def test_a_rank_that_skipped_a_collective_raises_at_the_barrier(rank, size, asyn
     barrier meets the others' all_reduce. Each raises there, naming the two collectives
     (and no dtype or op: a barrier has none), where MPI's barrier waited on the others'
     all_reduce until the watchdog ended the job; nothing is left queued."""
+    if is_open_mpi():
+        pytest.skip("on Open MPI a barrier is MPI's: a receive of nothing cut short there "
+                    "overwrites memory (mpicoll/_collectives/barrier.py)")
     x = np.full(3, rank + 1.0)
     with pytest.raises(SignatureMismatch) as e:
         if rank != 1:

@@ -77,7 +77,6 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
     return issue(name, pg, "Allreduce", args, fin, async_op, [tensor], sig=sig)
 
 
-
 def as_messages(group: Any, count: int) -> bool:
     """Whether an all_reduce of ``count`` elements on ``group`` (a ProcessGroup) goes as
     point-to-point messages, which the group keeps for a repeated blocking call by where

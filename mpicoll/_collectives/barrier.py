@@ -8,7 +8,10 @@ every rank has entered. Each tag says "barrier", so a rank whose peer is in anot
 collective at the same point raises SignatureMismatch there, on both sides, where MPI's
 barrier and the peer's call would wait on each other until the watchdog ended the job:
 a rank that skipped a collective, then called barrier, is caught at the barrier.
-Elsewhere, MPI's Ibarrier.
+Elsewhere, MPI's Ibarrier; also on Open MPI, whose shared-memory single-copy path (CMA,
+Open MPI 5.0) writes a message longer than the receive it meets, above its eager limit
+(4 KiB), past the receive buffer: a barrier's receive of nothing that met another
+collective's message would overwrite memory, where MPI's barrier waits.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .._env import DEFAULT_TIMEOUT, as_seconds
 from .._mpi import MPI
 from .._process_group import resolve
 from .._recorder import kept, recording
+from .._start import is_open_mpi
 from .._wait import test_until
 from .._work import Work
 from ..errors import CollectiveTimeout, torch_flavoured
@@ -66,7 +70,7 @@ def _barrier(name: str, pg: Any, async_op: bool) -> Work | None:
     signature; else MPI's Ibarrier. A blocking barrier's messages are kept by the group
     (one set: nothing of them depends on the call) and run in the compiled core, as a
     repeated call's are (:func:`._direct.run_kept`)."""
-    if not _direct.chosen(pg) or not bits() or not sizes_on():
+    if not _direct.chosen(pg) or not bits() or not sizes_on() or is_open_mpi():
         return issue(name, pg, "Barrier", (), None, async_op)
     core = None
     if not async_op and quick_allowed():  # (checked mode first compares every call)

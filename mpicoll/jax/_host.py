@@ -185,7 +185,8 @@ def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
     if kind == "all_reduce":
         rop = reduce_op(spec[0])
         # (staged where the call is messages, kept by where they lie: MPI's Allreduce
-        # keeps nothing)
+        # keeps nothing; the site's own array: its calls never overlap, the ordered
+        # effect runs them one by one)
         stage = np.empty(out_shape, dtype) if small and pg is not None and as_messages(
             pg, int(np.prod(out_shape, dtype=np.int64))) else None
 
@@ -228,6 +229,7 @@ def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
 
     if call is None:
         return None
+    # (the site's own: its calls never overlap, the ordered effect runs them one by one)
     staged_in = np.empty(in_shape, dtype) if small else None
     staged_out = np.empty(out_shape, dtype) if small else None
 
