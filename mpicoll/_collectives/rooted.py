@@ -90,8 +90,6 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
         a = quick_array(tensor, is_root)
         hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
         if hit is not None:
-            mine = [a, hit[0]]
-            args = (MPI.IN_PLACE, mine, hit[1], root) if is_root else (mine, None, hit[1], root)
             core = _core_loader.module or _core_loader.load()
             if core is not None and not _departed.left:
                 # numbered, issued, waited on (watched past its tests) and recorded in C
@@ -100,9 +98,9 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
                     core.call(core.REDUCE, name, pg.comm, a, hit[0], (hit[1], root), pg, seq,
                               len(_polling.spin))
                 except MPI.Exception as e:
-                    raise mpi_error(name, e, args) from e
+                    raise mpi_error(name, e, _reduce_args(a, hit, root, is_root)) from e
                 return None
-            quick(name, pg, "Ireduce", args)
+            quick(name, pg, "Ireduce", _reduce_args(a, hit, root, is_root))
             return None
     buf = as_buffer(tensor, writable=is_root, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
@@ -119,6 +117,13 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     args = (*specs, p.mpi_op, root)
     fin = _reduce.finisher(p, recv, buf, pg.nranks)
     return issue(name, pg, "Reduce", args, fin, async_op, [tensor], sig=sig)
+
+
+def _reduce_args(a: Any, hit: tuple, root: int, is_root: bool) -> tuple:
+    """MPI's Ireduce's arguments for the array ``a`` of a quick entry ``hit`` (its MPI
+    datatype and op): in place on the root."""
+    mine = [a, hit[0]]
+    return (MPI.IN_PLACE, mine, hit[1], root) if is_root else (mine, None, hit[1], root)
 
 
 def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = None,
