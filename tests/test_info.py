@@ -81,7 +81,8 @@ def test_info_verbose():
     most = int(os.environ.get("MPICOLL_DIRECT") or 8)
     assert rows["exchanges"] == (
         "all_to_all, all_gather, reduce_scatter, gather and scatter (and all_reduce and "
-        f"broadcast of small tensors) on groups of 2 to {most} ranks: point-to-point "
+        "broadcast of small tensors; barrier too, on the MPICH family) on groups of 2 to "
+        f"{most} ranks: point-to-point "
         "messages, each with "
         "its count and the call's signature in its tag; a repeated blocking "
         "call's kept as persistent ones (up to 16 per group; posted where a group's calls "

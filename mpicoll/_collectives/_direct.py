@@ -291,7 +291,8 @@ def describe() -> str:
     if MAX_RANKS < 2:
         return f"never (MPICOLL_DIRECT={MAX_RANKS}): MPI collectives, their counts beside them"
     return ("all_to_all, all_gather, reduce_scatter, gather and scatter (and all_reduce "
-            f"and broadcast of small tensors, and barrier) on groups of 2 to {MAX_RANKS} ranks: "
+            f"and broadcast of small tensors; barrier too, on the MPICH family) on groups of 2 "
+            f"to {MAX_RANKS} ranks: "
             "point-to-point messages, each with its count and the call's signature in its tag; "
             f"a repeated blocking call's kept as persistent ones (up to {KEPT} per group; "
             "posted where a group's calls mostly find none)")
