@@ -9,6 +9,8 @@ import time
 import pytest
 from _launch import run, run_per_rank
 
+from mpicoll._start import is_open_mpi
+
 pytestmark = pytest.mark.spawn
 
 CASES = {
@@ -67,17 +69,11 @@ def test_unchecked_different_collectives_as_messages_raise_on_every_rank():
                                  "'all_reduce' there, 'broadcast' here"), out[r]
 
 
-def _open_mpi() -> bool:
-    from mpi4py import MPI  # (this process's MPI: the one its jobs run on)
-
-    return MPI.Get_library_version().startswith("Open MPI")
-
-
 def test_unchecked_skipped_collective_raises_at_the_barrier_on_every_rank():
     # rank 1 skips an all_reduce; the others' all_reduce meets its barrier, whose
     # messages' tags say barrier: each rank raises there, where MPI's barrier waited
     # until the watchdog ended the job (not on Open MPI: there a barrier is MPI's)
-    if _open_mpi():
+    if is_open_mpi():  # (this process's MPI: the one its jobs run on)
         pytest.skip("on Open MPI a barrier is MPI's: a receive of nothing cut short there "
                     "overwrites memory (mpicoll/_collectives/barrier.py)")
     p, out = run_per_rank(3, ["tests/scripts/disagree.py", "skip_barrier"], timeout=60,

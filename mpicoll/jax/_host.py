@@ -180,15 +180,15 @@ def lean(kind: str, spec: tuple, t: Twin, dtype: Any, in_shape: tuple[int, ...],
     (False), or may be (None: asked on each call). None: no lean form.
     """
     pg = t.group
-    small = np.dtype(dtype).itemsize * max(int(np.prod(in_shape, dtype=np.int64)),
-                                           int(np.prod(out_shape, dtype=np.int64))) <= STAGED
+    n_in, n_out = (int(np.prod(shape, dtype=np.int64)) for shape in (in_shape, out_shape))
+    small = np.dtype(dtype).itemsize * max(n_in, n_out) <= STAGED
     if kind == "all_reduce":
         rop = reduce_op(spec[0])
         # (staged where the call is messages, kept by where they lie: MPI's Allreduce
         # keeps nothing; the site's own array: its calls never overlap, the ordered
         # effect runs them one by one)
         stage = np.empty(out_shape, dtype) if small and pg is not None and as_messages(
-            pg, int(np.prod(out_shape, dtype=np.int64))) else None
+            pg, n_out) else None
 
         def reduced(src: np.ndarray, out: np.ndarray, fresh: bool = False) -> bool:
             if fresh and stage is not None:
