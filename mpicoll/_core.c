@@ -43,7 +43,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 6
+#define CORE_API 7
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -618,7 +618,8 @@ static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL,
 
 /* The plan `kept` holds for a call of quick entry `hit` on the arrays `first` and `second`
  * (key: (id(hit), where first lies, where second lies); second None: (id(hit), where
- * first lies, its length in bytes)), run: taken out while it runs, put back as the
+ * first lies, its length in bytes); second an int: (id(hit), where first lies, second),
+ * the address where a list of tensors end to end starts), run: taken out while it runs, put back as the
  * newest. Returns False where there is none (the caller makes one), None when done, or
  * the record's id where a tag or length differs (the caller compares: Direct.check);
  * raises an MPI error as MPI gave it (the plan put back, for the caller to settle). */
@@ -638,6 +639,9 @@ static PyObject *run_plan(PyObject *op, PyObject *group, PyObject *seq, PyObject
     if (secondobj == Py_None) {
         key = Py_BuildValue("(NNn)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(first),
                             length);
+    } else if (PyLong_CheckExact(secondobj)) { /* (an address: a list's start) */
+        key = Py_BuildValue("(NNO)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(first),
+                            secondobj);
     } else {
         if (PyObject_GetBuffer(secondobj, &view, PyBUF_SIMPLE) < 0) return NULL;
         key = Py_BuildValue("(NNN)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(first),

@@ -176,6 +176,62 @@ def test_a_repeated_reduce_is_recorded_at_its_call_site_with_its_counts(rank, si
         assert {r[_recorder.ID] for r in got} <= {r[0] for r in _core_loader.load().records()}
 
 
+@pytest.mark.parametrize("lists", ["chunks", "separate"])
+def test_repeated_gather_and_scatter_at_each_root_equal_numpy(xp, lists, rank, size, group):
+    # on 2 to 8 ranks a repeated call's messages are kept: off the root by where the
+    # tensor lies; on the root also by where its list starts (chunks of one tensor, run
+    # in the core where it is in use) or where each tensor lies (separate ones)
+    n = group.size() if hasattr(group, "size") else size
+    me = dist.get_group_rank(group, rank) if group is not None else rank
+    whole = xp.tensor(np.zeros(3 * n), "float32")
+    outs = xp.pieces(whole, [3] * n) if lists == "chunks" else \
+        [xp.tensor(np.zeros(3), "float32") for _ in range(n)]
+    mine = xp.tensor(np.zeros(3), "float32")
+    for k in range(3 * n):  # (each root's first call validates; its next are quick)
+        root = k % n
+        at = dist.get_global_rank(group, root) if group is not None else root
+        xp.fill(mine, xp.tensor(np.arange(3) + 10 * me + 100 * k, "float32"))
+        dist.gather(mine, outs if me == root else None, dst=at, group=group)
+        if me == root:
+            for j in range(n):
+                np.testing.assert_array_equal(xp.to_numpy(outs[j]),
+                                              np.arange(3) + 10 * j + 100 * k)
+        for j, t in enumerate(outs):
+            xp.fill(t, xp.tensor(np.arange(3) - 10 * j - 100 * k, "float32"))
+        dist.scatter(mine, outs if me == root else None, src=at, group=group)
+        np.testing.assert_array_equal(xp.to_numpy(mine), np.arange(3) - 10 * me - 100 * k)
+
+
+def test_a_repeated_gather_and_scatter_are_recorded_at_their_call_sites(rank, size):
+    g = dist.new_group(list(range(size)))
+    x, out = np.ones(2), np.zeros(2 * size)
+    chunks = np.split(out, size)
+    dist.gather(x, chunks if rank == 0 else None, dst=0, group=g)  # (validated: the next
+    dist.scatter(x, chunks if rank == 0 else None, src=0, group=g)  # are quick)
+    lines = []
+    for _ in range(2):
+        dist.gather(x, chunks if rank == 0 else None, dst=0, group=g); lines.append(_line())  # noqa: E702
+        dist.scatter(x, chunks if rank == 0 else None, src=0, group=g); lines.append(_line())  # noqa: E702
+    got = _recorder.records()[-4:]
+    assert [r[_recorder.OP] for r in got] == ["gather", "scatter"] * 2
+    for r, line in zip(got, lines, strict=True):
+        code, lasti = r[_recorder.FILE], r[_recorder.LINE]
+        assert any(start <= lasti < end and ln == line for start, end, ln in code.co_lines())
+        assert _recorder.state(r) == _recorder.COMPLETED
+    if not OFF and 2 <= size <= _direct_ranks():
+        # their messages kept by the group as the core's plans (one each), run from its
+        # lookup: recorded there
+        core = _core_loader.load()
+        assert [type(e) for e in g.kept.values()] == [core.Plan, core.Plan]
+        assert {r[_recorder.ID] for r in got} <= {r[0] for r in core.records()}
+    dist.destroy_process_group(g)
+
+
+def _direct_ranks() -> int:
+    from mpicoll._collectives import _direct
+    return _direct.MAX_RANKS
+
+
 @pytest.mark.mpi(min_size=2)
 def test_repeated_exchanges_equal_numpy_and_are_recorded_at_the_call_site(xp, rank, size):
     # on 2 to 8 ranks their messages are kept and restarted, in the core where it is in use
@@ -297,6 +353,43 @@ def test_a_repeated_call_met_by_another_dtype_raises_on_every_rank(form, rank, s
         except SignatureMismatch:
             pass
     dist.barrier(group=g)
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("form", ["gather", "scatter"])
+def test_a_repeated_gather_or_scatter_met_by_another_dtype_raises_where_it_receives(
+        form, rank, size):
+    # every rank repeats the call (kept, run from the core's lookup where it is in use);
+    # then rank 1 calls with int32 against float32 (the same size): the rank that receives
+    # its message (gather's root, rank 1 in a scatter) sees a tag that differs and raises
+    from mpicoll._collectives import _signature
+    from mpicoll.errors import SignatureMismatch
+    if size > _direct_ranks() or not _signature.bits():
+        pytest.skip("direct messages need 2 to 8 ranks and tags with room for a signature")
+    g = dist.new_group(list(range(size)))
+
+    def call(dt):
+        chunks = np.split(np.arange(2 * size, dtype=dt), size) if rank == 0 else None
+        x = np.full(2, rank, dt)
+        if form == "gather":
+            dist.gather(x, chunks, dst=0, group=g)
+            return None if chunks is None else np.concatenate(chunks), np.repeat(
+                np.arange(size), 2)
+        dist.scatter(x, chunks, src=0, group=g)
+        return x, np.arange(2 * rank, 2 * rank + 2)
+
+    for _ in range(3):
+        got, want = call(np.float32)
+        if got is not None:
+            np.testing.assert_array_equal(got, want)
+    mine = np.int32 if rank == 1 else np.float32
+    if rank == (0 if form == "gather" else 1):
+        with pytest.raises(SignatureMismatch, match=f"{form} #"):
+            call(mine)
+    else:
+        call(mine)
+    dist.barrier(group=g)
+    dist.destroy_process_group(g)
 
 
 def test_a_reduce_scatter_fold_equals_numpy():

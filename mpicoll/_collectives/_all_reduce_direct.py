@@ -28,7 +28,6 @@ import numpy as np
 from .. import _core_loader, _departed
 from .._adapter.dtypes import mpi_datatype
 from .._mpi import MPI
-from .._recorder import kept, recording
 from .._work import Work
 from . import _direct
 from ._messages import Direct, Fold, issue
@@ -110,9 +109,8 @@ def quick(name: str, pg: Any, a: Any, hit: tuple, op: Any, keep: Any = None) -> 
         sts = [_Status() for _ in reqs]
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
-        entry = (hit, reqs, sts, d, bufs, args, fold) if core is None else core.Plan(
-            hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt, copy=None,
-            meta=kept(args, sts) if recording() else None, fold=fold.spec, args=args)
+        entry = (hit, reqs, sts, d, bufs, args, fold) if core is None else \
+            _direct.new_plan(core, hit, reqs, sts, d, dt, None, args, fold.spec)
     if type(entry) is tuple:
         _, _, _, d, bufs, args, fold = entry
     else:  # (a Plan: the core's, run here this once, by the Python path's issue)

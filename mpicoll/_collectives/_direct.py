@@ -42,7 +42,7 @@ from ._signature import signature
 from ._sizes import Sizes, _kept, exchange
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
-           "keeps", "over", "put_back", "run_kept", "settled", "single", "span", "started",
+           "keeps", "new_plan", "over", "put_back", "run_kept", "settled", "single", "span", "started",
            "take"]
 
 
@@ -126,10 +126,8 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
         if core is not None:  # (the core's Plan: its next calls run there, by run_kept)
-            entry = core.Plan(hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt,
-                              copy=None if copy is None else (copy[0], copy[2]),
-                              meta=recorded(args, sts) if recording() else None, fold=None,
-                              args=args)
+            entry = new_plan(core, hit, reqs, sts, d, dt,
+                             None if copy is None else (copy[0], copy[2]), args)
             issue(op, group, d, args, spans, copy, keep=keep, depth=6, started=entry)
             put_back(group.kept, key, entry)
             return
@@ -140,10 +138,22 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
 
 def plan_key(hit: Any, first: Any, second: Any) -> tuple:
     """Where a group keeps a repeated call's messages: its quick entry ``hit``, where
-    ``first`` lies, and where ``second`` lies (None: ``first``'s length in bytes); the
-    compiled core's ``run`` makes the same key."""
+    ``first`` lies, and where ``second`` lies (None: ``first``'s length in bytes; an int:
+    that address, where a list of tensors end to end starts); the compiled core's
+    ``run`` makes the same key."""
     return (id(hit), _buffer(first).address,
-            first.nbytes if second is None else _buffer(second).address)
+            first.nbytes if second is None else second if type(second) is int
+            else _buffer(second).address)
+
+
+def new_plan(core: Any, hit: Any, reqs: list[Any], sts: list[Any], d: Direct, dt: Any,
+             copy: tuple | None, args: tuple, fold: tuple | None = None) -> Any:
+    """The compiled core's ``Plan`` of a repeated call's messages (``reqs``, persistent,
+    their statuses ``sts``; ``copy``: this rank's own block, (destination, source) over
+    the memory's address ranges; ``fold``: an all_reduce's reduction), for the group to
+    keep under :func:`plan_key` and the core to run (:func:`run_kept`)."""
+    return core.Plan(hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt, copy=copy,
+                     meta=recorded(args, sts) if recording() else None, fold=fold, args=args)
 
 
 def run_kept(core: Any, op: str, group: Any, hit: Any, first: Any, second: Any,

@@ -16,7 +16,6 @@ import numpy as np
 from .. import _core_loader, _departed
 from .._adapter.dtypes import mpi_datatype
 from .._mpi import MPI
-from .._recorder import kept, recording
 from .._work import Work
 from . import _direct, _pack, _reduce
 from ._layout import area, displs
@@ -137,9 +136,7 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
             core = _core_loader.load()  # (where not loaded yet: decided once)
         if core is not None and lay is None:  # (its next calls run there: run_kept)
             fold = None if not c else (mpi_op, me, out, scratch, own)
-            entry = core.Plan(hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt,
-                              copy=None, meta=kept(args, sts) if recording() else None,
-                              fold=fold, args=args)
+            entry = _direct.new_plan(core, hit, reqs, sts, d, dt, None, args, fold)
             issue(op, group, d, args, (None, sd, None, rd, dt), None, reduced, keep=keep,
                   depth=depth, started=entry, fold=fold)
             _direct.put_back(group.kept, key, entry)

@@ -11,10 +11,8 @@ from numpy import frombuffer as _frombuffer
 
 from .. import _core_loader, _departed
 from .._mpi import MPI
-from .._recorder import kept as recorded
-from .._recorder import recording
 from .._work import Work
-from ._direct import keeps, plan_key, put_back, run_kept, span, take
+from ._direct import keeps, new_plan, plan_key, put_back, run_kept, span, take
 from ._layout import area as _area
 from ._layout import displs as _displs
 from ._messages import ACK_ROOM, Direct, issue
@@ -32,7 +30,7 @@ from ._sizes import rooted as rooted_sizes
 MAX_BROADCAST = 512
 assert MAX_BROADCAST * 32 <= ACK_ROOM  # (a root's acknowledgements hold a broadcast's data)
 
-_buffer = MPI.buffer
+_fromaddress = MPI.buffer.fromaddress
 _Status = MPI.Status
 
 
@@ -56,52 +54,78 @@ def plan(pg: Any, root: int, gathering: bool, mine: int, counts: list[int] | Non
 
 
 def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any,
-           args: tuple | None, sizes: Sizes | None, area: Any = None,
+           args: tuple, sizes: Sizes | None, area: Any = None,
            displs: list[int] | None = None, counts: list[int] | None = None,
            slot: Any = None, finalize: Callable[[], Any] | None = None,
            async_op: bool = False, outputs: list[Any] | None = None, keep: Any = None,
-           sig: Callable[[], dict[str, Any]] | None = None, depth: int = 4,
-           kept: Any = None, lay: tuple | None = None) -> Work | None:
-    """A gather (``gathering``) or scatter as direct messages (``args``: its Gatherv's or
-    Scatterv's): ``arr``, this rank's tensor's array (sent by a gather, written by a
-    scatter); on the root, ``area``, the list's memory (owning none), with each rank's
-    ``displs`` and ``counts`` there, and ``slot``, the root's own entry (numpy), copied
-    locally. ``kept``: a blocking call of the quick path, its messages kept by the group
-    (:func:`started`) under its table's entry (the root's list's, else the datatype;
-    ``sizes`` then made only where the group has none kept). ``lay``: the root's list's
-    layout in the quick path, in place of ``area``, ``displs`` and ``args``: its messages
-    kept by where each tensor lies, the area made only where the group keeps none."""
-    copy = None if (area is None and lay is None) or not arr.size else \
+           sig: Callable[[], dict[str, Any]] | None = None) -> Work | None:
+    """The general path's gather (``gathering``) or scatter as direct messages (``args``:
+    its Gatherv's or Scatterv's): ``arr``, this rank's tensor's array (sent by a gather,
+    written by a scatter); on the root, ``area``, the list's memory (owning none), with
+    each rank's ``displs`` and ``counts`` there, and ``slot``, the root's own entry
+    (numpy), copied locally."""
+    copy = None if area is None or not arr.size else \
         flat_copy(slot, arr) if gathering else flat_copy(arr, slot)
-    if kept is not None:
-        # (a kept call off the root has no area; the root's quick path gives its layout)
-        key = (id(kept), gathering, root, arr.size, _buffer(arr).address) if lay is None \
-            else (id(kept), lay[2]) if lay[7] else (id(kept), *lay[5])
-        entry = take(pg, key, kept)
-        if entry is None and lay is not None:  # (kept: (counts, adjacent displacements), dt)
-            area, displs = _area(lay), kept[0][1] if lay[7] else _displs(lay)
-        if entry is None and keeps(pg):
-            d = plan(pg, root, gathering, arr.size, counts,
-                     rooted_sizes(op, pg, root, gathering, arr.size, counts),
-                     signature(op, arr.dtype))
-            if not d.big:
-                bufs = _rooted_bufs(d, gathering, span(arr, gathering), dt, area, displs)
-                reqs = d.prepare(pg.direct, bufs)
-                entry = (kept, reqs, [_Status() for _ in reqs], d, bufs)
-        if entry is not None:
-            if lay is not None:  # (the list's area: where the entry's buffers hold it)
-                args = _rooted_args(gathering, arr, dt, entry[4][2 if gathering else 0],
-                                    kept, root)
-            issue(op, pg, entry[3], args, entry[4], copy, keep=keep, depth=depth,
-                  started=entry)
-            put_back(pg.kept, key, entry)
-            return None
-        sizes = rooted_sizes(op, pg, root, gathering, arr.size, counts)
-    if lay is not None:
-        args = _rooted_args(gathering, arr, dt, area, kept, root)
     d = plan(pg, root, gathering, arr.size, counts, sizes, signature(op, arr.dtype))
     return issue(op, pg, d, args, _rooted_bufs(d, gathering, arr, dt, area, displs), copy,
-                 finalize, async_op, outputs, keep, sig, depth)
+                 finalize, async_op, outputs, keep, sig, 4)
+
+
+def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
+          lay: tuple | None, keep: Any) -> None:
+    """A blocking gather (``gathering``) or scatter of the plain array ``a`` (written by a
+    scatter), of a quick entry ``hit`` that a general call validated: off the root, (MPI
+    datatype, root, gathering); on the root, ((counts, displacements) of the list, packed,
+    MPI datatype), and ``lay``, where the list's tensors lie (:func:`._layout.layout`).
+    Its messages are kept by the group by the entry and where the memory lies: a ``Plan``
+    that the compiled core runs (:func:`._direct.run_kept`), keyed by where ``a`` lies and
+    where the list starts where its tensors lie end to end (chunks of one tensor); a
+    Python entry keyed by each tensor's address where they lie apart."""
+    end_to_end = lay is None or lay[7]
+    start = None if lay is None else lay[2]
+    core = _core_loader.module
+    if core is not None and end_to_end and not _departed.left and run_kept(
+            core, op, pg, hit, a, start, keep):
+        return
+    dt = hit[0] if lay is None else hit[1]
+    copy = None if lay is None or not a.size else \
+        flat_copy(lay[6][root], a) if gathering else flat_copy(a, lay[6][root])
+    key = plan_key(hit, a, start) if end_to_end else (id(hit), "apart", *lay[5])
+    entry = take(pg, key, hit)
+    if entry is None:
+        counts = None if lay is None else list(lay[4])
+        d = plan(pg, root, gathering, a.size, counts,
+                 rooted_sizes(op, pg, root, gathering, a.size, counts), signature(op, a.dtype))
+        # (over the memory's address ranges, owning none: whatever array lies there now,
+        # the key fixes its size and layout)
+        mine = span(a, gathering)
+        area = None if lay is None else _area(lay)
+        bufs = _rooted_bufs(d, gathering, mine, dt, area,
+                            None if lay is None else hit[0][1] if lay[7] else _displs(lay))
+        args = _rooted_args(gathering, _frombuffer(mine, a.dtype), dt, area, hit, root) \
+            if lay is not None else \
+            ((_frombuffer(mine, a.dtype), dt), None, root) if gathering else \
+            (None, (_frombuffer(mine, a.dtype), dt), root)
+        if d.big or not keeps(pg):  # (posted, as async calls are)
+            issue(op, pg, d, args, bufs, copy, keep=keep, depth=5)
+            return
+        reqs = d.prepare(pg.direct, bufs)
+        sts = [_Status() for _ in reqs]
+        if core is None:
+            core = _core_loader.load()  # (where not loaded yet: decided once)
+        if core is not None and end_to_end:  # (its next calls run there: run_kept)
+            slot = None if copy is None else _fromaddress(
+                lay[2] + hit[0][1][root] * a.itemsize, a.nbytes, not gathering)
+            entry = new_plan(core, hit, reqs, sts, d, dt, None if copy is None else
+                             (slot, mine) if gathering else (mine, slot), args)
+        else:
+            entry = (hit, reqs, sts, d, bufs, args)
+    if type(entry) is tuple:
+        _, _, _, d, bufs, args = entry
+    else:  # (a Plan: the core's, run here this once, by the Python path's issue)
+        d, bufs, args = entry.direct, (None, None, None, None, entry.datatype), entry.args
+    issue(op, pg, d, args, bufs, copy, keep=keep, depth=5, started=entry)
+    put_back(pg.kept, key, entry)
 
 
 def _rooted_args(gathering: bool, arr: Any, dt: Any, area: Any, hit: tuple,
@@ -179,9 +203,8 @@ def broadcast_quick(name: str, pg: Any, a: Any, hit: tuple, keep: Any = None) ->
         sts = [_Status() for _ in reqs]
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
-        entry = (hit, reqs, sts, d, bufs, args) if core is None else core.Plan(
-            hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt, copy=None,
-            meta=recorded(args, sts) if recording() else None, fold=None, args=args)
+        entry = (hit, reqs, sts, d, bufs, args) if core is None else \
+            new_plan(core, hit, reqs, sts, d, dt, None, args)
     if type(entry) is tuple:
         _, _, _, d, bufs, args = entry
     else:  # (a Plan: the core's, run here this once, by the Python path's issue)

@@ -10,9 +10,10 @@ from ._layout import apart, area, layout
 from ._sizes import rooted as rooted_sizes
 from ._table import Table
 
-# numpy dtype -> MPI datatype, for the quick paths of gather's and scatter's non-root
-# ranks (plain dtypes that a general call has seen)
-_QUICK: dict[Any, Any] = {}
+# the quick paths of gather's and scatter's non-root ranks: (numpy dtype, group rank of the
+# root, gathering) -> (MPI datatype, root, gathering), stored by the general path (plain
+# dtypes)
+QUICK_OFF_ROOT: dict[tuple, tuple[Any, int, bool]] = Table()
 
 # broadcast's quick path: (numpy dtype, group rank of the root) -> (MPI datatype, root),
 # stored by the general path (plain dtypes); the compiled core reads it too (core.bcast)
@@ -34,10 +35,13 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
     if a is None:
         return False
     if pg._rank != root:
-        dt = _QUICK.get(a.dtype) if not tensors else None
-        if dt is None:
+        hit = QUICK_OFF_ROOT.get((a.dtype, root, gathering)) if not tensors else None
+        if hit is None:
             return False
-        mine, theirs = (a, dt), None
+        if _direct.chosen(pg):
+            _rooted_direct.quick(name, pg, root, gathering, a, hit, None, tensor)
+            return True
+        mine, theirs = (a, hit[0]), None
     else:
         # adjacent views, or separate tensors where the messages are direct (each to or
         # from its own tensor's memory), of sizes the general path validated
@@ -48,16 +52,10 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
         if hit is None or not apart(q, a):
             return False
         if _direct.chosen(pg):  # (kept by the Work an interrupt leaves: a may own none)
-            _rooted_direct.rooted(name, pg, root, gathering, a, hit[1], None, None, counts=q[4],
-                           slot=q[6][root], keep=(tensor, tuple(tensors)), depth=5, kept=hit,
-                           lay=q)
+            _rooted_direct.quick(name, pg, root, gathering, a, hit, q, (tensor, tuple(tensors)))
             return True
         mine, theirs = (a, hit[1]), (area(q), *hit)
     args = (mine, theirs, root) if gathering else (theirs, mine, root)
-    if _direct.chosen(pg):  # (the user's frame: 5 up from the recorder's; sizes made there)
-        _rooted_direct.rooted(name, pg, root, gathering, a, mine[1], args, None, keep=tensor,
-                       depth=5, kept=mine[1])
-        return True
     sizes = rooted_sizes(name, pg, root, gathering, a.size,
                          None if theirs is None else q[4])
     if gathering:

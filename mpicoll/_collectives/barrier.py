@@ -25,7 +25,6 @@ from .. import _core_loader, _departed, _tags
 from .._env import DEFAULT_TIMEOUT, as_seconds
 from .._mpi import MPI
 from .._process_group import resolve
-from .._recorder import kept, recording
 from .._start import is_open_mpi
 from .._wait import test_until
 from .._work import Work
@@ -89,9 +88,7 @@ def _barrier(name: str, pg: Any, async_op: bool) -> Work | None:
     key = _direct.plan_key(_HIT, _NONE, None)
     reqs = d.prepare(pg.direct, bufs)
     sts = [MPI.Status() for _ in reqs]
-    plan = core.Plan(hit=_HIT, reqs=reqs, statuses=sts, direct=d, datatype=MPI.BYTE,
-                     copy=None, meta=kept((), sts) if recording() else None, fold=None,
-                     args=())
+    plan = _direct.new_plan(core, _HIT, reqs, sts, d, MPI.BYTE, None, ())
     _direct.issue(name, pg, d, (), bufs, None, None, False, started=plan)
     _direct.put_back(pg.kept, key, plan)
     return None

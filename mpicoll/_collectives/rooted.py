@@ -17,7 +17,7 @@ from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _direct, _pack, _reduce, _rooted_direct, _validate
 from ._call import issue, quick, quick_allowed, quick_array
-from ._rooted_quick import _QUICK, _QUICK_GATHER, _QUICK_SCATTER, BROADCASTS, quick_rooted
+from ._rooted_quick import _QUICK_GATHER, _QUICK_SCATTER, BROADCASTS, QUICK_OFF_ROOT, quick_rooted
 from ._sizes import rooted as rooted_sizes
 from .reduce_op import ReduceOp, op_name, plan
 
@@ -145,8 +145,8 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
         return None
     src = as_buffer(tensor, op=name, name="tensor")
     dt = mpi_datatype(src.array.dtype)
-    if src.dtype in PLAIN:
-        _QUICK[src.array.dtype] = dt
+    if src.dtype in PLAIN and pg.my_rank != root:
+        QUICK_OFF_ROOT[(src.array.dtype, root, True)] = (dt, root, True)
     if pg.my_rank != root:
         if gather_list:
             raise _Value(name, "off_root", "{arg} must be given on the destination rank only "
@@ -217,8 +217,8 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
         return None
     dst = as_buffer(tensor, writable=True, op=name, name="tensor")
     dt = mpi_datatype(dst.array.dtype)
-    if dst.dtype in PLAIN:
-        _QUICK[dst.array.dtype] = dt
+    if dst.dtype in PLAIN and pg.my_rank != root:
+        QUICK_OFF_ROOT[(dst.array.dtype, root, False)] = (dt, root, False)
     if pg.my_rank != root:
         if scatter_list:
             raise _Value(name, "off_root", "{arg} must be given on the source rank only "
