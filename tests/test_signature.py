@@ -135,6 +135,40 @@ def test_all_reduce_with_another_reduce_op(rank, size, op):
                        f"'{op}'")
 
 
+@pytest.mark.parametrize("async_op", [False, True])
+@pytest.mark.parametrize("mistake", ["dtype", "reduce op"])
+def test_a_reduce_that_differs_raises_on_the_root_and_leaves_the_others(rank, size,
+                                                                        async_op, mistake):
+    # rank 1 sends the root (rank 0) int32 against float32 (the same size), or MAX
+    # against SUM: the root, whose result its message makes, raises; the others' tensors
+    # are only read (before, MPI's Reduce returned a wrong result silently)
+    dt = np.int32 if rank == 1 and mistake == "dtype" else np.float32
+    op = dist.ReduceOp.MAX if rank == 1 and mistake == "reduce op" else dist.ReduceOp.SUM
+    for _ in range(2):  # (the second: the quick path, on the core where it is in use)
+        x = np.full(4, rank + 1, dt)
+        if rank == 0:
+            with pytest.raises(SignatureMismatch) as e:
+                _waited(dist.reduce(x, dst=0, op=op, async_op=async_op))
+            assert "reduce #" in str(e.value) and mistake in str(e.value), str(e.value)
+        else:
+            _waited(dist.reduce(x, dst=0, op=op, async_op=async_op))
+            np.testing.assert_array_equal(x, np.full(4, rank + 1, dt))
+    dist.barrier()
+
+
+def test_a_reduce_s_result_is_its_all_reduce_s_bits(rank, size):
+    # the root reduces the blocks in rank order, as every rank of an all_reduce does
+    rng = np.random.default_rng(rank)
+    x = rng.standard_normal(64).astype(np.float32)
+    y = x.copy()
+    for root in range(size):
+        r = x.copy()
+        dist.reduce(r, dst=root)
+        dist.all_reduce(y := x.copy())
+        if rank == root:
+            assert r.tobytes() == y.tobytes()
+
+
 def test_all_reduce_results_are_the_same_bits_on_every_rank(rank, size):
     # reduced in rank order on every rank: x0 + x1 + ... in float32, which a sum in
     # another order would round differently; the same bits everywhere, and numpy's

@@ -199,7 +199,7 @@ def scattered(op: str, pg: Any, scounts: list[int], count: int, what: str) -> Si
         "rank {me}" + what + " has {got}, and output on rank {me} holds {want}"))
 
 
-_SLOT = {"gather_single": "gather_tensor's block {peer}"}
+_SLOT = {"gather_single": "gather_tensor's block {peer}", "reduce": "tensor"}
 
 
 def rooted(name: str, pg: Any, root: int, gathering: bool, mine: int,

@@ -15,7 +15,8 @@ from .._mpi import MPI
 from .._process_group import _State, resolve
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
-from . import _direct, _pack, _reduce, _rooted_direct, _validate
+from . import _direct, _pack, _reduce, _reduce_direct, _rooted_direct, _validate
+from ._all_reduce_direct import MAX_COUNT
 from ._call import issue, quick, quick_allowed, quick_array
 from ._rooted_quick import _QUICK_GATHER, _QUICK_SCATTER, BROADCASTS, QUICK_OFF_ROOT, quick_rooted
 from ._sizes import rooted as rooted_sizes
@@ -86,8 +87,25 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
     is_root = pg._rank == root
     if type(op) is ReduceOp and not async_op:
+        core = _core_loader.module
+        if core is not None and pg.direct is not None and quick_allowed():
+            # as messages: the tests, the lookup and the kept Plan in C (all_reduce's
+            # quick path; its entry, of three, never makes MPI's Iallreduce)
+            found = core.reduce(name, pg, tensor, _reduce_direct.QUICK, (op, root), QUICKERS,
+                                len(_polling.spin), _departed.left, MAX_COUNT)
+            if found is True or (found is not False and _direct.core_found(
+                    core, name, pg, found, tensor,
+                    lambda hit, a: _reduce_args(a, hit, root, is_root)) is None):
+                return None
         # all_reduce's quick path, rooted: the root reduces in place, the others only send
         a = quick_array(tensor, is_root)
+        if a is not None and pg.direct is not None and 0 < a.size <= MAX_COUNT:
+            # (messages: as every rank's call goes, its size alike, a miss too)
+            hit = _reduce_direct.QUICK.get((a.dtype, (op, root)))
+            if hit is not None:
+                _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor)
+                return None
+            a = None
         hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
         if hit is not None:
             core = _core_loader.module or _core_loader.load()
@@ -104,18 +122,29 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
             return None
     buf = as_buffer(tensor, writable=is_root, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
-    _reduce.remember(buf, op, p)
+    direct = _reduce_direct.chosen(pg, buf.numel, p)  # (alike on every rank)
+    if direct and _reduce.repeatable(op, buf.dtype, p):
+        _reduce_direct.QUICK[(buf.array.dtype, (op, root))] = (
+            mpi_datatype(buf.array.dtype), p.mpi_op, root)
+    elif not direct:
+        _reduce.remember(buf, op, p)
 
     def sig() -> dict[str, Any]:
         return {"dtype": buf.dtype, "numel": buf.numel, "root": root, "reduce_op": op_name(op)}
 
     if not is_root:
         send = _reduce.send_side(p, buf.array, buf.dtype)
+        if direct:
+            return _reduce_direct.general(name, pg, root, send, buf.dtype, p.mpi_op,
+                                          op_name(op), None, async_op, [tensor], sig)
         args = ([send, mpi_datatype(send.dtype)], None, p.mpi_op, root)
         return issue(name, pg, "Reduce", args, None, async_op, [tensor], sig=sig)
     recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
-    args = (*specs, p.mpi_op, root)
     fin = _reduce.finisher(p, recv, buf, pg.nranks)
+    if direct:  # (in place: its plan has no pre-scaled copy)
+        return _reduce_direct.general(name, pg, root, recv, buf.dtype, p.mpi_op, op_name(op),
+                                      fin, async_op, [tensor], sig)
+    args = (*specs, p.mpi_op, root)
     return issue(name, pg, "Reduce", args, fin, async_op, [tensor], sig=sig)
 
 
