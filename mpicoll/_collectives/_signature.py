@@ -23,7 +23,8 @@ FULL = KIND_BITS + DTYPE_BITS + OP_BITS
 
 _KINDS = ("", "all_to_all_single", "all_to_all", "all_gather_into_tensor", "all_gather",
           "reduce_scatter_tensor", "reduce_scatter", "gather", "scatter",
-          "all_gather_coalesced", "all_reduce", "broadcast", "broadcast_ack", "barrier")
+          "all_gather_coalesced", "all_reduce", "broadcast", "broadcast_ack", "barrier",
+          "reduce")
 _DTYPES = ("", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
            "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
            "float8_e4m3fn", "float8_e5m2", "longdouble", "clongdouble")
