@@ -616,10 +616,21 @@ static PyObject *str_missed = NULL, *str_seq = NULL, *str_size = NULL, *str_kept
 static PyObject *str_direct = NULL, *str_reduced = NULL, *str_comm = NULL;
 static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL, ... */
 
+/* Where `obj` lies, as a key part (a new reference): an int is an address already (where
+ * a list of tensors end to end starts), else its buffer's address. */
+static PyObject *where(PyObject *obj) {
+    if (PyLong_CheckExact(obj)) return Py_NewRef(obj);
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *at = PyLong_FromVoidPtr(view.buf);
+    PyBuffer_Release(&view);
+    return at;
+}
+
 /* The plan `kept` holds for a call of quick entry `hit` on the arrays `first` and `second`
  * (key: (id(hit), where first lies, where second lies); second None: (id(hit), where
- * first lies, its length in bytes); second an int: (id(hit), where first lies, second),
- * the address where a list of tensors end to end starts), run: taken out while it runs, put back as the
+ * first lies, its length in bytes); first or second an int: that address, where a list
+ * of tensors end to end starts), run: taken out while it runs, put back as the
  * newest. Returns False where there is none (the caller makes one), None when done, or
  * the record's id where a tag or length differs (the caller compares: Direct.check);
  * raises an MPI error as MPI gave it (the plan put back, for the caller to settle). */
@@ -630,23 +641,18 @@ static PyObject *run_plan(PyObject *op, PyObject *group, PyObject *seq, PyObject
         PyErr_SetString(PyExc_TypeError, "run: kept is a dict");
         return NULL;
     }
-    Py_buffer view;
-    if (PyObject_GetBuffer(firstobj, &view, PyBUF_SIMPLE) < 0) return NULL;
-    void *first = view.buf;
-    Py_ssize_t length = view.len;
-    PyBuffer_Release(&view);
     PyObject *key;
-    if (secondobj == Py_None) {
-        key = Py_BuildValue("(NNn)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(first),
-                            length);
-    } else if (PyLong_CheckExact(secondobj)) { /* (an address: a list's start) */
-        key = Py_BuildValue("(NNO)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(first),
-                            secondobj);
-    } else {
-        if (PyObject_GetBuffer(secondobj, &view, PyBUF_SIMPLE) < 0) return NULL;
-        key = Py_BuildValue("(NNN)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(first),
-                            PyLong_FromVoidPtr(view.buf));
+    if (secondobj == Py_None) { /* (first: an array, its length in bytes in the key) */
+        Py_buffer view;
+        if (PyObject_GetBuffer(firstobj, &view, PyBUF_SIMPLE) < 0) return NULL;
+        key = Py_BuildValue("(NNn)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(view.buf),
+                            view.len);
         PyBuffer_Release(&view);
+    } else {
+        PyObject *a = where(firstobj), *b = a == NULL ? NULL : where(secondobj);
+        key = b == NULL ? NULL : Py_BuildValue("(NOO)", PyLong_FromVoidPtr(hit), a, b);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
     }
     if (key == NULL) return NULL;
     PyObject *found = PyDict_GetItemWithError(kept, key); /* borrowed */

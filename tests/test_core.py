@@ -231,6 +231,35 @@ def test_a_repeated_gather_and_scatter_are_recorded_at_their_call_sites(rank, si
     dist.destroy_process_group(g)
 
 
+@pytest.mark.mpi(min_size=2)
+def test_repeated_lists_of_chunks_are_kept_as_the_core_s_plans_and_equal_numpy(xp, rank,
+                                                                              size):
+    # all_to_all, all_gather and reduce_scatter of lists of chunks (x.chunk(n)): where the
+    # chunks lie end to end, where they start fixes all of their memory, so a repeated
+    # call's messages are a Plan that the core runs from its lookup
+    if OFF or size > _direct_ranks():
+        pytest.skip("the compiled core's plans, on groups that send messages")
+    g = dist.new_group(list(range(size)))
+    n = 2
+    inp, out = xp.tensor(np.zeros(n * size), "float64"), xp.tensor(np.zeros(n * size), "float64")
+    mine = xp.tensor(np.zeros(n), "float64")
+    ins, outs = xp.pieces(inp, [n] * size), xp.pieces(out, [n] * size)
+    for k in range(4):
+        xp.fill(inp, xp.tensor(np.arange(n * size) + 100 * rank + k, "float64"))
+        dist.all_to_all(outs, ins, group=g)
+        np.testing.assert_array_equal(xp.to_numpy(out), np.concatenate(
+            [np.arange(rank * n, (rank + 1) * n) + 100 * j + k for j in range(size)]))
+        red = size * (np.arange(n * size) + k) + 100 * sum(range(size))
+        dist.reduce_scatter(mine, ins, group=g)
+        np.testing.assert_array_equal(xp.to_numpy(mine), red[rank * n:(rank + 1) * n])
+        dist.all_gather(outs, mine, group=g)
+        np.testing.assert_array_equal(xp.to_numpy(out), red)
+    if xp.name in ("numpy", "torch"):  # (the quick path's tensors; the others' go general)
+        core = _core_loader.load()
+        assert [type(e) for e in g.kept.values()] == [core.Plan] * 3
+    dist.destroy_process_group(g)
+
+
 def _direct_ranks() -> int:
     from mpicoll._collectives import _direct
     return _direct.MAX_RANKS

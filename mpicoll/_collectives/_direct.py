@@ -138,12 +138,13 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
 
 def plan_key(hit: Any, first: Any, second: Any) -> tuple:
     """Where a group keeps a repeated call's messages: its quick entry ``hit``, where
-    ``first`` lies, and where ``second`` lies (None: ``first``'s length in bytes; an int:
-    that address, where a list of tensors end to end starts); the compiled core's
+    ``first`` lies, and where ``second`` lies (None: ``first``'s length in bytes; either
+    an int: that address, where a list of tensors end to end starts); the compiled core's
     ``run`` makes the same key."""
-    return (id(hit), _buffer(first).address,
-            first.nbytes if second is None else second if type(second) is int
-            else _buffer(second).address)
+    if second is None:
+        return (id(hit), _buffer(first).address, first.nbytes)
+    return (id(hit), first if type(first) is int else _buffer(first).address,
+            second if type(second) is int else _buffer(second).address)
 
 
 def new_plan(core: Any, hit: Any, reqs: list[Any], sts: list[Any], d: Direct, dt: Any,
@@ -219,7 +220,7 @@ def core_found(core: Any, op: str, group: Any, found: Any, keep: Any,
 
 def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tuple]],
             copy: tuple | None, keep: Any = None, depth: int = 4, *, hit: Any,
-            key: tuple) -> None:
+            key: tuple, planned: bool = False) -> None:
     """A blocking direct call of a quick entry ``hit`` (a list's: its :class:`Direct`
     ``d``), its messages as persistent requests that the group keeps by ``key``
     (``id(hit)``, with what else fixes the messages' datatype, and where the memory lies:
@@ -227,7 +228,11 @@ def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tupl
     taken out while in use, put back once complete. ``make()`` gives :func:`issue`'s
     arguments and buffers, over address ranges that own nothing: called where the group
     keeps none for ``key``, and kept with the requests (a call that finds them pays for
-    neither). Where :attr:`Direct.big`, or where :func:`keeps` says so, posted as usual."""
+    neither). Where :attr:`Direct.big`, or where :func:`keeps` says so, posted as usual.
+    ``planned``: ``key`` is :func:`plan_key`'s (where the lists lie end to end, two
+    addresses fix all of the memory): where the compiled core is in use, the group keeps
+    a ``Plan``, which its next calls run there (:func:`run_kept`), this rank's own block
+    (``copy``: (destination, Ellipsis, source)) copied over the same memory."""
     entry = None if d.big else take(group, key, hit)
     if entry is None:
         args, bufs = make()
@@ -236,8 +241,21 @@ def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tupl
             return
         sbuf, sd, rbuf, rd, dt = bufs
         reqs = d.prepare(group.direct, (span(sbuf, True), sd, span(rbuf, False), rd, dt))
-        entry = (hit, reqs, [_Status() for _ in reqs], args, bufs)
-    issue(op, group, d, entry[3], entry[4], copy, keep=keep, depth=depth, started=entry)
+        sts = [_Status() for _ in reqs]
+        core = (_core_loader.module or _core_loader.load()) if planned else None
+        if core is not None:
+            plan = new_plan(core, hit, reqs, sts, d, dt, None if copy is None else
+                            (span(copy[0], False), span(copy[2], True)), args)
+            issue(op, group, d, args, (None, None, None, None, dt), copy, keep=keep,
+                  depth=depth, started=plan)
+            put_back(group.kept, key, plan)
+            return
+        entry = (hit, reqs, sts, args, bufs)
+    if type(entry) is not tuple:  # (a Plan: run here by the Python path's issue)
+        issue(op, group, d, entry.args, (None, None, None, None, entry.datatype), copy,
+              keep=keep, depth=depth, started=entry)
+    else:
+        issue(op, group, d, entry[3], entry[4], copy, keep=keep, depth=depth, started=entry)
     put_back(group.kept, key, entry)
 
 

@@ -104,8 +104,10 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
     whatever array lies there now, the key fixes its size and layout)."""
     _, (sd, rd), mpi_op, dt, how, _, d = hit
     core = _core_loader.module
-    if core is not None and lay is None and not _departed.left and _direct.run_kept(
-            core, op, group, hit, s, r, keep):
+    # (a list's chunks lie end to end: where they start fixes where they all lie)
+    planned = lay is None or lay[7]
+    if core is not None and planned and not _departed.left and _direct.run_kept(
+            core, op, group, hit, s if lay is None else lay[2], r, keep):
         return
     ra = _buffer(r).address
     key = (id(hit), _buffer(s).address, ra) if lay is None else (id(hit), lay[2], ra) \
@@ -134,7 +136,7 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
         sts = [_Status() for _ in reqs]
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
-        if core is not None and lay is None:  # (its next calls run there: run_kept)
+        if core is not None and planned:  # (its next calls run there: run_kept)
             fold = None if not c else (mpi_op, me, out, scratch, own)
             entry = _direct.new_plan(core, hit, reqs, sts, d, dt, None, args, fold)
             issue(op, group, d, args, (None, sd, None, rd, dt), None, reduced, keep=keep,

@@ -78,15 +78,13 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
     datatype, root, gathering); on the root, ((counts, displacements) of the list, packed,
     MPI datatype), and ``lay``, where the list's tensors lie (:func:`._layout.layout`).
     Its messages are kept by the group by the entry and where the memory lies: a ``Plan``
-    that the compiled core runs (:func:`._direct.run_kept`), keyed by where ``a`` lies and
-    where the list starts where its tensors lie end to end (chunks of one tensor); a
-    Python entry keyed by each tensor's address where they lie apart."""
+    that the compiled core runs (the caller's :func:`._direct.run_kept` finds it), keyed
+    by where ``a`` lies and where the list starts where its tensors lie end to end
+    (chunks of one tensor); a Python entry keyed by each tensor's address where they lie
+    apart. Here: a call that found no Plan, or where the core is not in use."""
     end_to_end = lay is None or lay[7]
     start = None if lay is None else lay[2]
     core = _core_loader.module
-    if core is not None and end_to_end and not _departed.left and run_kept(
-            core, op, pg, hit, a, start, keep):
-        return
     dt = hit[0] if lay is None else hit[1]
     copy = None if lay is None or not a.size else \
         flat_copy(lay[6][root], a) if gathering else flat_copy(a, lay[6][root])

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _direct, _rooted_direct
+from .. import _core_loader, _departed
+from . import _rooted_direct
 from ._call import quick, quick_array
+from ._direct import run_kept
 from ._layout import apart, area, layout
 from ._sizes import rooted as rooted_sizes
 from ._table import Table
@@ -34,24 +36,34 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
     a = quick_array(tensor, not gathering)
     if a is None:
         return False
+    direct = pg.direct is not None
+    core = _core_loader.module
     if pg._rank != root:
         hit = QUICK_OFF_ROOT.get((a.dtype, root, gathering)) if not tensors else None
         if hit is None:
             return False
-        if _direct.chosen(pg):
-            _rooted_direct.quick(name, pg, root, gathering, a, hit, None, tensor)
+        if direct:
+            if core is None or _departed.left or not run_kept(core, name, pg, hit, a, None,
+                                                              tensor):
+                _rooted_direct.quick(name, pg, root, gathering, a, hit, None, tensor)
             return True
         mine, theirs = (a, hit[0]), None
     else:
         # adjacent views, or separate tensors where the messages are direct (each to or
         # from its own tensor's memory), of sizes the general path validated
         q = layout(tensors, pg._size, gathering)
-        table = _QUICK_GATHER if gathering else _QUICK_SCATTER
-        hit = table.get((a.dtype, a.size, root, *q[4])) \
-            if q is not None and (q[7] or _direct.chosen(pg)) and q[1] == a.dtype else None
-        if hit is None or not apart(q, a):
+        if q is None or q[1] != a.dtype or not (q[7] or direct):
             return False
-        if _direct.chosen(pg):  # (kept by the Work an interrupt leaves: a may own none)
+        hit = (_QUICK_GATHER if gathering else _QUICK_SCATTER).get(
+            (a.dtype, a.size, root, *q[4]))
+        if hit is None:
+            return False
+        if direct and q[7] and core is not None and not _departed.left and run_kept(
+                core, name, pg, hit, a, q[2], (tensor, tensors)):
+            return True  # (its kept Plan, made where the list and the tensor lay apart)
+        if not apart(q, a):
+            return False
+        if direct:  # (kept by the Work an interrupt leaves: a may own none)
             _rooted_direct.quick(name, pg, root, gathering, a, hit, q, (tensor, tuple(tensors)))
             return True
         mine, theirs = (a, hit[1]), (area(q), *hit)

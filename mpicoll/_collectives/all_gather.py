@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core_loader, _departed
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._adapter.views import PLAIN
@@ -134,6 +135,11 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
             if hit is not None and out[6][pg._rank].shape == a.shape and apart(out, a):
                 method, rc, dt, sc, own, sizes = hit
                 if method == "direct":  # (rc: the displacements; sizes: the Direct)
+                    core = _core_loader.module
+                    if adjacent and core is not None and not _departed.left and \
+                            _direct.run_kept(core, name, pg, hit, a, out[2],
+                                             (tensor_list, tensor)):
+                        return None  # (its kept Plan, run in C)
                     d, me, addr = sizes, pg._rank, _buffer(a).address
                     # (the messages kept by where the tensor and the list lie, made with
                     # their arguments where the group keeps none there; the list kept
@@ -145,7 +151,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
                                     (out[6][me], Ellipsis, a) if a.size else None,
                                     keep=(tuple(tensor_list), tensor), hit=hit,
                                     key=(id(hit), addr, out[2]) if adjacent
-                                    else (id(hit), addr, *out[5]))
+                                    else (id(hit), addr, *out[5]), planned=adjacent)
                     return None
                 buf = area(out)
                 if sc is not None:  # as Alltoallv (_by_alltoallv)

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core_loader, _departed
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._adapter.views import PLAIN
@@ -177,6 +178,11 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
                 method, sc, rc, dt, own, sizes = hit
                 if method == "direct":  # (sc: the displacements of adjacent lists)
                     me, d, both = pg._rank, sizes, sadj and radj
+                    core = _core_loader.module
+                    if both and core is not None and not _departed.left and \
+                            _direct.run_kept(core, name, pg, hit, slo, rlo,
+                                             (output_tensor_list, input_tensor_list)):
+                        return None  # (its kept Plan, run in C)
                     # (the messages kept by where the lists lie, made with their
                     # arguments where the group keeps none there; the lists kept alive
                     # by the Work an interrupt leaves)
@@ -186,7 +192,8 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
                             sc[1] if both else displs(outl), dt),
                         _own_tensors(routs[me], sins[me]) if d.counts[0][me] else None,
                         keep=(tuple(output_tensor_list), tuple(input_tensor_list)), hit=hit,
-                        key=(id(hit), slo, rlo) if both else (id(hit), *inl[5], *outl[5]))
+                        key=(id(hit), slo, rlo) if both else (id(hit), *inl[5], *outl[5]),
+                        planned=both)
                     return None
                 sbuf, rbuf = area(inl), area(outl)
                 if sadj and radj:
