@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core_loader, _departed
 from .._adapter.dtypes import mpi_datatype
 from .._mpi import MPI
 from .._work import Work
@@ -40,10 +39,6 @@ from ._sizes import exchange
 # KiB; at 4 ranks on 2 cores faster up to 4 KiB. By elements, so that ranks whose
 # dtypes differ still take the same way (and are told so)
 MAX_COUNT = 512
-
-_fromaddress = MPI.buffer.fromaddress
-_buffer = MPI.buffer
-_Status = MPI.Status
 
 
 def chosen(pg: Any, count: int) -> bool:
@@ -80,43 +75,16 @@ def general(name: str, pg: Any, recv: Any, dtype: Any, mpi_op: Any, reduce_op: s
 
 def quick(name: str, pg: Any, a: Any, hit: tuple, op: Any, keep: Any = None) -> None:
     """A blocking all_reduce of the plain array ``a`` in place, the reduction a general
-    call validated (``hit``: its MPI datatype and op), its messages kept by the group
-    (:func:`._direct.take`) by the entry and where ``a`` lies, with the scratch array the
-    peers' blocks arrive in (the memory's address range: whatever array lies there now,
-    the key fixes its size). Where the compiled core is in use, the group keeps a
-    ``Plan`` of it, which the core runs without a return here (``run_array``)."""
-    core = _core_loader.module
-    if core is not None and not _departed.left and _direct.run_kept(core, name, pg, hit, a,
-                                                                    None, keep):
-        return
-    key = _direct.plan_key(hit, a, None)
-    entry = _direct.take(pg, key, hit)
-    if entry is None:
+    call validated (``hit``: its MPI datatype and op), its messages kept by the group by
+    the entry and where ``a`` lies, with the scratch array the peers' blocks arrive in
+    (:func:`._direct.kept_call`: where the compiled core is in use, a ``Plan`` that it
+    runs and reduces)."""
+    def make(span: Any) -> tuple[Direct, tuple, tuple, Fold]:
         me, n, c = pg._rank, pg._size, a.size
         dt, mpi_op = hit
-        d = _plan(name, pg, c, a.dtype, op.name)
-        span = _fromaddress(key[1], a.nbytes)
         buf = np.frombuffer(span, a.dtype)
         scratch = np.empty(n * c, a.dtype)
-        rd = [j * c for j in range(n)]
-        bufs = (span, d.zeros, scratch, rd, dt)
-        args = (MPI.IN_PLACE, [buf, dt], mpi_op)
-        fold = Fold(mpi_op, dt, me, buf, scratch)
-        if not _direct.keeps(pg):  # (posted, as async calls are)
-            issue(name, pg, d, args, bufs, None, fold, keep=keep, depth=4)
-            return
-        reqs = d.prepare(pg.direct, bufs)
-        sts = [_Status() for _ in reqs]
-        if core is None:
-            core = _core_loader.load()  # (where not loaded yet: decided once)
-        entry = (hit, reqs, sts, d, bufs, args, fold) if core is None else \
-            _direct.new_plan(core, hit, reqs, sts, d, dt, None, args, fold.spec)
-    if type(entry) is tuple:
-        _, _, _, d, bufs, args, fold = entry
-    else:  # (a Plan: the core's, run here this once, by the Python path's issue)
-        d, bufs, args = entry.direct, (None, None, None, None, entry.datatype), entry.args
-        fold = Fold.of(entry.fold, entry.datatype)
-    issue(name, pg, d, args, bufs, None, fold, keep=keep, depth=4, started=entry,
-          fold=fold.spec)
-    _direct.put_back(pg.kept, key, entry)
-
+        d = _plan(name, pg, c, a.dtype, op.name)
+        return (d, (span, d.zeros, scratch, [j * c for j in range(n)], dt),
+                (MPI.IN_PLACE, [buf, dt], mpi_op), Fold(mpi_op, dt, me, buf, scratch))
+    _direct.kept_call(name, pg, hit, a, keep, make)

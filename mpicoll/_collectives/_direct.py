@@ -42,7 +42,7 @@ from ._signature import signature
 from ._sizes import Sizes, _kept, exchange
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
-           "keeps", "new_plan", "over", "put_back", "run_kept", "settled", "single", "span", "started",
+           "kept_call", "keeps", "new_plan", "over", "put_back", "run_kept", "settled", "single", "span", "started",
            "take"]
 
 
@@ -133,6 +133,45 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
             return
         entry = (hit, reqs, sts, copy, spans)
     issue(op, group, d, args, entry[4], entry[3], keep=keep, depth=6, started=entry)
+    put_back(group.kept, key, entry)
+
+
+def kept_call(op: str, group: Any, hit: Any, a: Any, keep: Any,
+              make: Callable[[Any], tuple[Direct, tuple, tuple, Fold | None]],
+              depth: int = 5) -> None:
+    """A blocking call of quick entry ``hit`` on the plain array ``a`` alone (all_reduce,
+    reduce, broadcast, and gather's and scatter's ranks but the root, as messages), its
+    messages kept by the group by the entry and where ``a`` lies (:func:`plan_key`):
+    where the compiled core is in use, a ``Plan`` found and run there (:func:`run_kept`);
+    else made here by ``make(span)`` = (its :class:`Direct`, :meth:`Direct.post`'s
+    buffers, the MPI call's arguments it stands for, the reduction of the blocks or None)
+    over ``span``, ``a``'s address range (owning none: whatever array lies there now, the
+    key fixes its size), and kept (the core's ``Plan`` where it is in use), or posted once
+    where :func:`keeps` says so. ``depth``: frames up to the user's (:func:`issue`'s)."""
+    core = _core_loader.module
+    if core is not None and not _departed.left and run_kept(core, op, group, hit, a, None,
+                                                            keep):
+        return
+    key = plan_key(hit, a, None)
+    entry = take(group, key, hit)
+    if entry is None:
+        d, bufs, args, fold = make(_fromaddress(key[1], a.nbytes))
+        if d.big or not keeps(group):  # (posted, as async calls are)
+            issue(op, group, d, args, bufs, None, fold, keep=keep, depth=depth)
+            return
+        reqs = d.prepare(group.direct, bufs)
+        sts = [_Status() for _ in reqs]
+        if core is None:
+            core = _core_loader.load()  # (where not loaded yet: decided once)
+        entry = (hit, reqs, sts, d, bufs, args, fold) if core is None else new_plan(
+            core, hit, reqs, sts, d, bufs[4], None, args, None if fold is None else fold.spec)
+    if type(entry) is tuple:
+        _, _, _, d, bufs, args, fold = entry
+    else:  # (a Plan: the core's, run here this once, by the Python path's issue)
+        d, bufs, args = entry.direct, (None, None, None, None, entry.datatype), entry.args
+        fold = None if entry.fold is None else Fold.of(entry.fold, entry.datatype)
+    issue(op, group, d, args, bufs, None, fold, keep=keep, depth=depth, started=entry,
+          fold=None if fold is None else fold.spec)
     put_back(group.kept, key, entry)
 
 

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core_loader, _departed
 from .._adapter.dtypes import mpi_datatype
 from .._mpi import MPI
 from .._work import Work
@@ -48,9 +47,6 @@ from .reduce_op import Plan
 # as all_reduce's table; an entry of three never makes its Iallreduce); each entry's
 # identity keys the messages its group keeps (:func:`._direct.plan_key`)
 QUICK: dict[tuple, tuple[Any, Any, int]] = Table()
-
-_fromaddress = MPI.buffer.fromaddress
-_Status = MPI.Status
 
 
 def chosen(pg: Any, count: int, plan: Plan) -> bool:
@@ -102,47 +98,18 @@ def quick(name: str, pg: Any, root: int, a: Any, hit: tuple, reduce_op: str,
           keep: Any = None) -> None:
     """A blocking reduce of the plain array ``a`` to group rank ``root``, the reduction a
     general call validated (``hit``: :data:`QUICK`'s entry), its messages kept by the
-    group (:func:`._direct.take`) by the entry and where ``a`` lies, with the scratch
-    array the peers' blocks arrive in on the root. Where the compiled core is in use, the
-    group keeps a ``Plan`` of it, which the core runs (and reduces) without a return
-    here (:func:`._direct.run_kept`)."""
-    core = _core_loader.module
-    if core is not None and not _departed.left and _direct.run_kept(core, name, pg, hit, a,
-                                                                    None, keep):
-        return
-    key = _direct.plan_key(hit, a, None)
-    entry = _direct.take(pg, key, hit)
-    if entry is None:
+    group by the entry and where ``a`` lies, with the scratch array the peers' blocks
+    arrive in on the root (:func:`._direct.kept_call`: where the compiled core is in
+    use, a ``Plan`` that it runs and reduces)."""
+    def make(span: Any) -> tuple[Direct, tuple, tuple, Fold | None]:
         me, n, c = pg._rank, pg._size, a.size
         dt, mpi_op = hit[0], hit[1]
         d = _plan(name, pg, root, c, a.dtype, reduce_op)
-        # (over the memory's address range, owning none: whatever array lies there now,
-        # the key fixes its size)
-        span = _fromaddress(key[1], a.nbytes, me != root)
         buf = np.frombuffer(span, a.dtype)
-        if me == root:
-            scratch = np.empty(n * c, a.dtype)
-            bufs = (None, None, scratch, [j * c for j in range(n)], dt)
-            args = (MPI.IN_PLACE, [buf, dt], mpi_op, root)
-            fold = Fold(mpi_op, dt, me, buf, scratch)
-        else:
-            bufs, args, fold = (span, d.zeros, None, None, dt), ([buf, dt], None, mpi_op,
-                                                                 root), None
-        if not _direct.keeps(pg):  # (posted, as async calls are)
-            issue(name, pg, d, args, bufs, None, fold, keep=keep, depth=4)
-            return
-        reqs = d.prepare(pg.direct, bufs)
-        sts = [_Status() for _ in reqs]
-        if core is None:
-            core = _core_loader.load()  # (where not loaded yet: decided once)
-        entry = (hit, reqs, sts, d, bufs, args, fold) if core is None else \
-            _direct.new_plan(core, hit, reqs, sts, d, dt, None, args,
-                             None if fold is None else fold.spec)
-    if type(entry) is tuple:
-        _, _, _, d, bufs, args, fold = entry
-    else:  # (a Plan: the core's, run here this once, by the Python path's issue)
-        d, bufs, args = entry.direct, (None, None, None, None, entry.datatype), entry.args
-        fold = None if entry.fold is None else Fold.of(entry.fold, entry.datatype)
-    issue(name, pg, d, args, bufs, None, fold, keep=keep, depth=4, started=entry,
-          fold=None if fold is None else fold.spec)
-    _direct.put_back(pg.kept, key, entry)
+        if me != root:
+            return (d, (span, d.zeros, None, None, dt), ([buf, dt], None, mpi_op, root),
+                    None)
+        scratch = np.empty(n * c, a.dtype)
+        return (d, (None, None, scratch, [j * c for j in range(n)], dt),
+                (MPI.IN_PLACE, [buf, dt], mpi_op, root), Fold(mpi_op, dt, me, buf, scratch))
+    _direct.kept_call(name, pg, hit, a, keep, make)

@@ -9,10 +9,10 @@ from typing import Any
 
 from numpy import frombuffer as _frombuffer
 
-from .. import _core_loader, _departed
+from .. import _core_loader
 from .._mpi import MPI
 from .._work import Work
-from ._direct import keeps, new_plan, plan_key, put_back, run_kept, span, take
+from ._direct import keeps, kept_call, new_plan, plan_key, put_back, span, take
 from ._layout import area as _area
 from ._layout import displs as _displs
 from ._messages import ACK_ROOM, Direct, issue
@@ -178,34 +178,12 @@ def broadcast(name: str, pg: Any, root: int, arr: Any, dt: Any,
 
 def broadcast_quick(name: str, pg: Any, a: Any, hit: tuple, keep: Any = None) -> None:
     """A blocking broadcast of the plain array ``a`` (``hit``: the MPI datatype and group
-    rank of the root that a general call validated, and True: direct), its messages kept
-    by the group (:func:`._direct.take`) by the entry and where ``a`` lies; where the
-    compiled core is in use, as a ``Plan`` that the core runs without a return here."""
-    core = _core_loader.module
-    if core is not None and not _departed.left and run_kept(core, name, pg, hit, a, None,
-                                                            keep):
-        return
-    dt, root = hit[0], hit[1]
-    key = plan_key(hit, a, None)
-    entry = take(pg, key, hit)
-    if entry is None:
+    rank of the root that a general call validated), its messages kept by the group by
+    the entry and where ``a`` lies (:func:`._direct.kept_call`: where the compiled core
+    is in use, a ``Plan`` that it runs)."""
+    def make(span: Any) -> tuple[Direct, tuple, tuple, None]:
+        dt, root = hit[0], hit[1]
         d = _broadcast_plan(name, pg, root, a.size, a.dtype)
-        is_root = pg._rank == root
-        bufs = _broadcast_bufs(d, is_root, span(a, is_root), dt)
-        # (for the record and errors: an array over the same memory, owning none)
-        args = ([_frombuffer(bufs[0] if is_root else bufs[2], a.dtype), dt], root)
-        if not keeps(pg):  # (posted, as async calls are)
-            issue(name, pg, d, args, bufs, None, keep=keep, depth=4)
-            return
-        reqs = d.prepare(pg.direct, bufs)
-        sts = [_Status() for _ in reqs]
-        if core is None:
-            core = _core_loader.load()  # (where not loaded yet: decided once)
-        entry = (hit, reqs, sts, d, bufs, args) if core is None else \
-            new_plan(core, hit, reqs, sts, d, dt, None, args)
-    if type(entry) is tuple:
-        _, _, _, d, bufs, args = entry
-    else:  # (a Plan: the core's, run here this once, by the Python path's issue)
-        d, bufs, args = entry.direct, (None, None, None, None, entry.datatype), entry.args
-    issue(name, pg, d, args, bufs, None, keep=keep, depth=4, started=entry)
-    put_back(pg.kept, key, entry)
+        return (d, _broadcast_bufs(d, pg._rank == root, span, dt),
+                ([_frombuffer(span, a.dtype), dt], root), None)
+    kept_call(name, pg, hit, a, keep, make)

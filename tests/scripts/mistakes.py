@@ -1,9 +1,9 @@
 """Issue 52's mistakes, one per job, over torch.distributed with BACKEND ("mpicoll" or
 "gloo"; "checked": mpicoll with MPICOLL_CHECK=1), default settings: what each rank
-gets. Run by ``python tests/scripts/mistakes.py table [RANKS [BACKENDS]]``, which launches
-every case over each backend (BACKENDS: comma-separated, by default
-mpicoll,checked,gloo; mpiexec from $MPIEXEC or the PATH; gloo's rendezvous on
-localhost) and prints the table docs/errors.md shows.
+gets. Run by ``python tests/scripts/mistakes.py table [RANKS [BACKENDS [CASES]]]``, which
+launches every case (or the comma-separated CASES) over each backend (BACKENDS:
+comma-separated, by default mpicoll,checked,gloo; mpiexec from $MPIEXEC or the PATH;
+gloo's rendezvous on localhost) and prints the table docs/errors.md shows.
 
 A rank prints one line, ``OUTCOME <rank> <what>``: ``right`` or ``WRONG`` (it returned,
 its tensor compared with the numpy result of the call it made), or the exception's type.
@@ -29,6 +29,8 @@ CASES = {
     "root": "broadcast, src=0 on rank 0, src=1 elsewhere",
     "skip": "rank 1 skips one all_reduce, then barrier and all_reduce",
     "other": "all_reduce on rank 0, broadcast elsewhere",
+    "reduce-dtype": "reduce to rank 0, float32 on rank 0, int32 elsewhere",
+    "reduce-op": "reduce to rank 0, SUM on rank 0, MAX elsewhere",
     "shapes": "all_reduce of shapes (2, 3) and (3, 2), same count",
 }
 
@@ -104,6 +106,14 @@ def one(backend: str, case: str) -> None:
             else:
                 dist.broadcast(x, src=0)
                 want = np.full(4, 1.0)
+        elif case in ("reduce-dtype", "reduce-op"):
+            dt = torch.int32 if case == "reduce-dtype" and rank != 0 else f32
+            x = torch.full((4,), rank + 1, dtype=dt)
+            op = dist.ReduceOp.MAX if case == "reduce-op" and rank != 0 else \
+                dist.ReduceOp.SUM
+            dist.reduce(x, dst=0, op=op)
+            # (the root: the reduction its own call asked for; the others: unchanged)
+            want = np.full(4, float(sum(range(1, size + 1)) if rank == 0 else rank + 1))
         elif case == "shapes":
             x = torch.arange(6.0).reshape((2, 3) if rank == 0 else (3, 2))
             dist.all_reduce(x)
@@ -119,12 +129,15 @@ def one(backend: str, case: str) -> None:
 _OUTCOME = re.compile(r"OUTCOME (\d+) ([A-Za-z]+?)(?=OUTCOME|\s|$)")
 
 
-def table(ranks: int, backends: list[str]) -> None:
-    """Every case over each backend: a markdown table, one line a case."""
+def table(ranks: int, backends: list[str], only: list[str] | None = None) -> None:
+    """Every case (or those in ``only``) over each backend: a markdown table, one line a
+    case."""
     mpiexec = os.environ.get("MPIEXEC", "mpiexec").split()
     print(f"| mistake ({ranks} ranks) | {' | '.join(backends)} |\n"
           f"| --- |{' --- |' * len(backends)}")
     for case, words in CASES.items():
+        if only and case not in only:
+            continue
         cells = []
         for backend in backends:
             env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29577",
@@ -150,6 +163,7 @@ def table(ranks: int, backends: list[str]) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "table":
         table(int(sys.argv[2]) if len(sys.argv) > 2 else 2,
-              (sys.argv[3] if len(sys.argv) > 3 else "mpicoll,checked,gloo").split(","))
+              (sys.argv[3] if len(sys.argv) > 3 else "mpicoll,checked,gloo").split(","),
+              sys.argv[4].split(",") if len(sys.argv) > 4 else None)
     else:
         one(sys.argv[1], sys.argv[2])
