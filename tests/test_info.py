@@ -80,8 +80,9 @@ def test_info_verbose():
     # direct messages on few ranks (MPICOLL_DIRECT: the largest such group)
     most = int(os.environ.get("MPICOLL_DIRECT") or 8)
     assert rows["exchanges"] == (
-        "all_to_all, all_gather, reduce_scatter, gather and scatter (and all_reduce and "
-        "broadcast of small tensors; barrier too, on the MPICH family) on groups of 2 to "
+        "all_to_all, all_gather, reduce_scatter, gather and scatter (and all_reduce, "
+        "broadcast and reduce of small tensors; barrier too, on the MPICH family) on "
+        "groups of 2 to "
         f"{most} ranks: point-to-point "
         "messages, each with "
         "its count and the call's signature in its tag; a repeated blocking "

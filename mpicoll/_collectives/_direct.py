@@ -357,8 +357,9 @@ def describe() -> str:
     """Which exchanges go direct, for ``python -m mpicoll info``."""
     if MAX_RANKS < 2:
         return f"never (MPICOLL_DIRECT={MAX_RANKS}): MPI collectives, their counts beside them"
-    return ("all_to_all, all_gather, reduce_scatter, gather and scatter (and all_reduce "
-            f"and broadcast of small tensors; barrier too, on the MPICH family) on groups of 2 "
+    return ("all_to_all, all_gather, reduce_scatter, gather and scatter (and all_reduce, "
+            f"broadcast and reduce of small tensors; barrier too, on the MPICH family) on "
+            f"groups of 2 "
             f"to {MAX_RANKS} ranks: "
             "point-to-point messages, each with its count and the call's signature in its tag; "
             f"a repeated blocking call's kept as persistent ones (up to {KEPT} per group; "

@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 CASES = {
     "dtype": "all_reduce, float32 on rank 0, float64 elsewhere",
@@ -123,6 +124,9 @@ def one(backend: str, case: str) -> None:
         got = type(e).__name__
     print(f"OUTCOME {rank} {got}", flush=True)
     sys.stdout.flush()
+    # (the launcher may end every rank once one has left without MPI_Finalize: a rank
+    # that returned waits for its peers to say what they got)
+    time.sleep(2)
     os._exit(0)  # (no teardown: a rank left in a collective is the point)
 
 
