@@ -87,25 +87,35 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
     is_root = pg._rank == root
     if type(op) is ReduceOp and not async_op:
+        a = None
         core = _core_loader.module
         if core is not None and pg.direct is not None and quick_allowed():
             # as messages: the tests, the lookup and the kept Plan in C (all_reduce's
             # quick path; its entry, of three, never makes MPI's Iallreduce)
             found = core.reduce(name, pg, tensor, _reduce_direct.QUICK, (op, root), QUICKERS,
                                 len(_polling.spin), _departed.left, MAX_COUNT)
-            if found is True or (found is not False and _direct.core_found(
-                    core, name, pg, found, tensor,
-                    lambda hit, a: _reduce_args(a, hit, root, is_root)) is None):
+            if found is True:
                 return None
-        # all_reduce's quick path, rooted: the root reduces in place, the others only send
-        a = quick_array(tensor, is_root)
-        if a is not None and pg.direct is not None and 0 < a.size <= MAX_COUNT:
-            # (messages: as every rank's call goes, its size alike, a miss too)
-            hit = _reduce_direct.QUICK.get((a.dtype, (op, root)))
-            if hit is not None:
-                _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor)
-                return None
-            a = None
+            if found is not False:
+                found = _direct.core_found(core, name, pg, found, tensor,
+                                           lambda hit, a: _reduce_args(a, hit, root, is_root))
+                if found is None:
+                    return None
+                # (no Plan kept yet, a rank that left, or a tensor that is not messages)
+                hit, a = found
+                if 0 < a.size <= MAX_COUNT:
+                    _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor)
+                    return None
+        if a is None:
+            # all_reduce's quick path, rooted: the root reduces in place, the others send
+            a = quick_array(tensor, is_root)
+            if a is not None and pg.direct is not None and 0 < a.size <= MAX_COUNT:
+                # (messages: as every rank's call goes, its size alike, a miss too)
+                hit = _reduce_direct.QUICK.get((a.dtype, (op, root)))
+                if hit is not None:
+                    _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor)
+                    return None
+                a = None
         hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
         if hit is not None:
             core = _core_loader.module or _core_loader.load()
