@@ -75,6 +75,15 @@ def test_rank_that_ends_normally_while_needed_ends_the_job(n):
             "collective #2" in p.stderr), p.stderr
 
 
+def test_a_group_without_the_rank_that_left_goes_on():
+    # rank 2 ends; ranks 0 and 1 repeat kept calls on a group of their own, which must
+    # go on right once its notice is in (those calls then run from Python, not the core)
+    p, _ = _job(3, "leave_early.py", "others")
+    assert p.returncode == 0, p.stderr
+    assert "rank 0: others went on" in p.stdout and "rank 1: others went on" in p.stdout, \
+        p.stdout + p.stderr
+
+
 @pytest.mark.parametrize("n", [2, 4])
 def test_receive_from_a_rank_that_left(n):
     p, _ = _job(n, "leave_early.py", "recv")

@@ -41,9 +41,9 @@ from ._pack import displs
 from ._signature import signature
 from ._sizes import Sizes, _kept, exchange
 
-__all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "plan",
-           "kept_call", "keeps", "new_plan", "over", "put_back", "run_kept", "settled", "single", "span", "started",
-           "take"]
+__all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "kept_call",
+           "keeps", "new_plan", "over", "plan", "put_back", "run_kept", "settled", "single",
+           "span", "started", "take"]
 
 
 MAX_RANKS = direct_ranks()
@@ -132,7 +132,12 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
             put_back(group.kept, key, entry)
             return
         entry = (hit, reqs, sts, copy, spans)
-    issue(op, group, d, args, entry[4], entry[3], keep=keep, depth=6, started=entry)
+    if type(entry) is tuple:
+        issue(op, group, d, args, entry[4], entry[3], keep=keep, depth=6, started=entry)
+    else:  # (the core's Plan, where run_kept did not run it: a rank has left)
+        issue(op, group, d, entry.args, (None, None, None, None, entry.datatype),
+              None if entry.copy is None else (entry.copy[0], Ellipsis, entry.copy[1]),
+              keep=keep, depth=6, started=entry)
     put_back(group.kept, key, entry)
 
 
@@ -140,7 +145,7 @@ def kept_call(op: str, group: Any, hit: Any, a: Any, keep: Any,
               make: Callable[[Any], tuple[Direct, tuple, tuple, Fold | None]],
               depth: int = 5) -> None:
     """A blocking call of quick entry ``hit`` on the plain array ``a`` alone (all_reduce,
-    reduce, broadcast, and gather's and scatter's ranks but the root, as messages), its
+    reduce and broadcast, as messages), its
     messages kept by the group by the entry and where ``a`` lies (:func:`plan_key`):
     where the compiled core is in use, a ``Plan`` found and run there (:func:`run_kept`);
     else made here by ``make(span)`` = (its :class:`Direct`, :meth:`Direct.post`'s

@@ -144,6 +144,10 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
             _direct.put_back(group.kept, key, entry)
             return
         entry = (hit, reqs, sts, scratch, reduced, args, (None, sd, None, rd, dt))
-    issue(op, group, d, entry[5], entry[6], None, entry[4], keep=keep, depth=depth,
-          started=entry)
+    if type(entry) is tuple:
+        issue(op, group, d, entry[5], entry[6], None, entry[4], keep=keep, depth=depth,
+              started=entry)
+    else:  # (the core's Plan, where run_kept did not run it: a rank has left)
+        issue(op, group, d, entry.args, (None, sd, None, rd, dt), None, None, keep=keep,
+              depth=depth, started=entry, fold=entry.fold)
     _direct.put_back(group.kept, key, entry)

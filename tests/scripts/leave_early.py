@@ -4,6 +4,8 @@ exit3      rank 1 calls sys.exit(3) while the others wait in all_reduce
 normal     rank 1 ends normally after one all_reduce; the others start a second one
 recv       rank 1 sends one message and ends; rank 0 receives two
 late       rank 1 calls sys.exit(3); the others start all_reduce a second later
+others     rank 2 ends normally; ranks 0 and 1 go on repeating calls on a group of their
+           own (kept messages, run once a rank has left)
 """
 import sys
 import time
@@ -35,6 +37,26 @@ elif case == "recv":
         dist.recv(x, src=1)
         print("first message received", flush=True)
         dist.recv(x, src=1)
+elif case == "others":
+    g = dist.new_group([0, 1])
+    if rank == 2:
+        sys.exit(0)
+    inp, out, mine = np.zeros(4), np.zeros(4), np.zeros(2)
+    chunks, one = list(np.split(inp, 2)), np.zeros(2)
+    for k in range(6):
+        if k == 3:
+            time.sleep(1.0)  # (rank 2 has left: its notice is in)
+        inp[:] = np.arange(4.0) + 10 * rank + k
+        one[:] = rank + k
+        dist.all_to_all_single(out, inp, group=g)
+        dist.reduce_scatter(mine, chunks, group=g)
+        dist.all_reduce(one, group=g)
+        want = np.concatenate([np.arange(2 * rank, 2 * rank + 2) + 10 * j + k for j in (0, 1)])
+        assert np.array_equal(out, want), (k, out, want)
+        assert np.array_equal(mine, 2 * (np.arange(2 * rank, 2 * rank + 2) + k) + 10), mine
+        assert np.array_equal(one, np.full(2, 1.0 + 2 * k)), one
+    print(f"rank {rank}: others went on", flush=True)
+    sys.exit(0)
 if rank == 1:
     print("rank 1: done", flush=True)
 elif case != "recv" or rank == 0:
