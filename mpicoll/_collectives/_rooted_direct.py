@@ -31,6 +31,7 @@ MAX_BROADCAST = 512
 assert MAX_BROADCAST * 32 <= ACK_ROOM  # (a root's acknowledgements hold a broadcast's data)
 
 _fromaddress = MPI.buffer.fromaddress
+_buffer = MPI.buffer
 _Status = MPI.Status
 
 
@@ -88,7 +89,9 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
     dt = hit[0] if lay is None else hit[1]
     copy = None if lay is None or not a.size else \
         flat_copy(lay[6][root], a) if gathering else flat_copy(a, lay[6][root])
-    key = plan_key(hit, a, start) if end_to_end else (id(hit), "apart", *lay[5])
+    # (separate tensors: where each lies, and where a lies, which the call's arguments hold)
+    key = plan_key(hit, a, start) if end_to_end else (id(hit), "apart", _buffer(a).address,
+                                                       *lay[5])
     entry = take(pg, key, hit)
     if entry is None:
         counts = None if lay is None else list(lay[4])
