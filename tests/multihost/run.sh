@@ -226,8 +226,11 @@ else
            tests/test_torch_backend.py)
     # MPICH 5.0.2's UCX netmod can lose ANY_SOURCE receives when several senders on other
     # hosts are pending at once (pure-mpi4py reproducer: anysource_repro.py). With one rank
-    # per host on 2 hosts rank 0 has a single remote sender; with more, the two any-source
-    # tests are left to the ofi netmod, which runs the whole subset below.
+    # per host on 2 hosts rank 0 has a single remote sender, and that hung too on a loaded
+    # machine (test_recv_any_source_returns_sender[torch]: 1 of 4 runs beside two busy
+    # processes, 0 of 11 on a quiet one; CI hung there once), where the sender's barrier
+    # messages follow its message at once. The two any-source tests are left to the ofi
+    # netmod, which runs the whole subset below.
     ANYSRC="not test_recv_any_source_returns_sender and not test_p2p_any_source_and_batch"
     # 2 hosts: 1 and 2 ranks per host; 4 hosts: 1 rank per host (8 ranks on 2 cores is too many)
     pers=(1 2)
@@ -235,7 +238,7 @@ else
     for per in "${pers[@]}"; do
         n=$((NHOSTS * per))
         sel=()
-        if [ "$NETMOD" = ucx ] && [ "$((n - per))" -gt 1 ]; then
+        if [ "$NETMOD" = ucx ]; then
             sel=(-k "$ANYSRC")
             mh_log "   (ucx, $n ranks: any-source receive tests deselected, known MPICH/UCX hang; run under ofi below)"
         fi
