@@ -145,8 +145,8 @@ def kept_call(op: str, group: Any, hit: Any, a: Any, keep: Any,
               make: Callable[[Any], tuple[Direct, tuple, tuple, Fold | None]],
               depth: int = 5) -> None:
     """A blocking call of quick entry ``hit`` on the plain array ``a`` alone (all_reduce,
-    reduce and broadcast, as messages), its
-    messages kept by the group by the entry and where ``a`` lies (:func:`plan_key`):
+    reduce and broadcast, as messages), its messages kept by the group by the entry and
+    where ``a`` lies (:func:`plan_key`):
     where the compiled core is in use, a ``Plan`` found and run there (:func:`run_kept`);
     else made here by ``make(span)`` = (its :class:`Direct`, :meth:`Direct.post`'s
     buffers, the MPI call's arguments it stands for, the reduction of the blocks or None)
