@@ -43,7 +43,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 7
+#define CORE_API 8
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -613,7 +613,7 @@ static PyTypeObject PlanType = {
 };
 
 static PyObject *str_missed = NULL, *str_seq = NULL, *str_size = NULL, *str_kept = NULL;
-static PyObject *str_direct = NULL, *str_reduced = NULL, *str_comm = NULL;
+static PyObject *str_direct = NULL, *str_reduced = NULL, *str_comm = NULL, *str_rank = NULL;
 static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL, ... */
 
 /* Where `obj` lies, as a key part (a new reference): an int is an address already (where
@@ -1117,18 +1117,7 @@ static int by_start(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static PyObject *layout(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 4 || !(PyList_Check(args[0]) || PyTuple_Check(args[0])) ||
-        !PyDict_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "layout(xs, writable, quickers, most): xs a list "
-                                         "or tuple, quickers a dict");
-        return NULL;
-    }
-    int writable = PyObject_IsTrue(args[1]);
-    long long most = PyLong_AsLongLong(args[3]);
-    if (writable < 0 || (most == -1 && PyErr_Occurred())) return NULL;
-    PyObject *xs = args[0], *quickers = args[2];
+static PyObject *layout_of(PyObject *xs, int writable, PyObject *quickers, long long most) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(xs);
     PyObject **items = PySequence_Fast_ITEMS(xs);
     PyObject *arrays = PyList_New(n), *counts = PyList_New(n), *addrs = PyList_New(n);
@@ -1212,6 +1201,202 @@ out:
     Py_XDECREF(arrays);
     Py_XDECREF(counts);
     Py_XDECREF(addrs);
+    return result;
+}
+
+static PyObject *layout(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4 || !(PyList_Check(args[0]) || PyTuple_Check(args[0])) ||
+        !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "layout(xs, writable, quickers, most): xs a list "
+                                         "or tuple, quickers a dict");
+        return NULL;
+    }
+    int writable = PyObject_IsTrue(args[1]);
+    long long most = PyLong_AsLongLong(args[3]);
+    if (writable < 0 || (most == -1 && PyErr_Occurred())) return NULL;
+    return layout_of(args[0], writable, args[2], most);
+}
+
+/* How listed() serves a call: the list is written (the tensor read), else read (the
+ * tensor written); the list's start comes first in the kept Plan's key (else the
+ * tensor's); the list's entry at head[0] must have the tensor's shape. */
+enum { WRITES_LIST = 1, LIST_FIRST = 2, SAME_SHAPE = 4 };
+
+/* The quick path of a blocking call between the array of `tensor` and the list
+ * `tensors` of one tensor per rank (listed(), and rooted()'s root): both as the quick
+ * path takes them (quick_array, layout_of), of one dtype, and `table` holding the entry
+ * `hit` that the general path validated for key (dtype, the tensor's size, *head, the
+ * list's sizes). Where the list lies end to end, apart from the tensor, the group sends
+ * messages (its `direct` communicator) and no rank has left (`left`), the group's kept
+ * Plan of it run here (run_kept_here: key parts the tensor and where the list starts,
+ * in the order `how` says). Returns False (the general path takes the call), True
+ * (done), (hit, a, layout) (the caller makes the call: no Plan kept, separate tensors,
+ * MPI's collective), or (hit, first, second, seq, outcome), as run_kept_here's. */
+static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
+                           PyObject *tensors, int how, PyObject *table, PyObject *head,
+                           PyObject *quickers, long spin, int left) {
+    if (!(PyList_CheckExact(tensors) || PyTuple_CheckExact(tensors)))
+        Py_RETURN_FALSE;
+    PyObject *sizeobj = PyObject_GetAttr(group, str_size);
+    if (sizeobj == NULL) return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(sizeobj);
+    Py_DECREF(sizeobj);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (PySequence_Fast_GET_SIZE(tensors) != n) Py_RETURN_FALSE;
+    int writes = how & WRITES_LIST;
+    PyObject *a = quick_array(tensor, !writes, quickers), *lay = NULL, *result = NULL;
+    PyObject *key = NULL, *hit = NULL;
+    if (a == NULL) goto no;
+    PyArrayObject *arr = (PyArrayObject *)a;
+    if (PyArray_SIZE(arr) > INT_MAX) goto no;
+    lay = layout_of(tensors, writes, quickers, INT_MAX);
+    if (lay == NULL) goto out;
+    if (lay == Py_None) goto no;
+    PyArray_Descr *d = (PyArray_Descr *)PyTuple_GET_ITEM(lay, 1);
+    if (d != PyArray_DESCR(arr) && !PyArray_EquivTypes(d, PyArray_DESCR(arr))) goto no;
+    PyObject *counts = PyTuple_GET_ITEM(lay, 4);
+    Py_ssize_t nh = PyTuple_GET_SIZE(head);
+    if ((key = PyTuple_New(2 + nh + n)) == NULL) goto out;
+    PyObject *size = PyLong_FromSsize_t(PyArray_SIZE(arr));
+    if (size == NULL) goto out;
+    PyTuple_SET_ITEM(key, 0, Py_NewRef((PyObject *)PyArray_DESCR(arr)));
+    PyTuple_SET_ITEM(key, 1, size);
+    for (Py_ssize_t i = 0; i < nh; i++)
+        PyTuple_SET_ITEM(key, 2 + i, Py_NewRef(PyTuple_GET_ITEM(head, i)));
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(key, 2 + nh + i, Py_NewRef(PyList_GET_ITEM(counts, i)));
+    hit = PyDict_GetItemWithError(table, key); /* borrowed */
+    if (hit == NULL) {
+        if (PyErr_Occurred()) goto out;
+        goto no;
+    }
+    Py_INCREF(hit);
+    if (how & SAME_SHAPE) { /* (the list's entry at head[0]: as the general path's check) */
+        Py_ssize_t at = nh ? PyLong_AsSsize_t(PyTuple_GET_ITEM(head, 0)) : -1;
+        if (at == -1 && PyErr_Occurred()) goto out;
+        if (at < 0 || at >= n) goto no;
+        PyArrayObject *mine = (PyArrayObject *)PyList_GET_ITEM(PyTuple_GET_ITEM(lay, 6), at);
+        if (PyArray_NDIM(mine) != PyArray_NDIM(arr) ||
+            !PyArray_CompareLists(PyArray_DIMS(mine), PyArray_DIMS(arr), PyArray_NDIM(arr)))
+            goto no;
+    }
+    long long start = PyLong_AsLongLong(PyTuple_GET_ITEM(lay, 2));
+    long long end = PyLong_AsLongLong(PyTuple_GET_ITEM(lay, 3));
+    long long lo = (long long)(intptr_t)PyArray_DATA(arr), hi = lo + PyArray_NBYTES(arr);
+    int end_to_end = PyTuple_GET_ITEM(lay, 7) == Py_True;
+    if (end_to_end && hi > lo && lo < end && start < hi) goto no; /* (they share memory) */
+    if (end_to_end && !left) {
+        PyObject *direct = PyObject_GetAttr(group, str_direct);
+        if (direct == NULL) goto out;
+        int messages_go = direct != Py_None;
+        Py_DECREF(direct);
+        if (messages_go) {
+            PyObject *keep = PyTuple_Pack(2, tensor, tensors);
+            PyObject *at = keep == NULL ? NULL : PyTuple_GET_ITEM(lay, 2);
+            if (at == NULL) goto out;
+            result = how & LIST_FIRST ? run_kept_here(op, group, hit, at, a, spin, keep)
+                                      : run_kept_here(op, group, hit, a, at, spin, keep);
+            Py_DECREF(keep);
+            if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
+            Py_CLEAR(result);
+        }
+    }
+    result = PyTuple_Pack(3, hit, a, lay);
+    goto out;
+no:
+    if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
+out:
+    Py_XDECREF(hit);
+    Py_XDECREF(key);
+    Py_XDECREF(lay);
+    Py_XDECREF(a);
+    return result;
+}
+
+/* listed(op, group, tensor, tensors, how, table, head, quickers, spin, left): the quick
+ * path of a blocking call between `tensor` and a list of one tensor per rank
+ * (all_gather, reduce_scatter; mpicoll/_collectives/_call.py, quick_listed, says when):
+ * listed_in, from Python. */
+static PyObject *listed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 10 || !PyDict_Check(args[5]) || !PyTuple_Check(args[6]) ||
+        !PyDict_Check(args[7])) {
+        PyErr_SetString(PyExc_TypeError, "listed(op, group, tensor, tensors, how, table, "
+                                         "head, quickers, spin, left): table and quickers "
+                                         "dicts, head a tuple");
+        return NULL;
+    }
+    long how = PyLong_AsLong(args[4]), spin = PyLong_AsLong(args[8]);
+    int left = PyObject_IsTrue(args[9]);
+    if (PyErr_Occurred() || left < 0) return NULL;
+    return listed_in(args[0], args[1], args[2], args[3], (int)how, args[5], args[6],
+                     args[7], spin, left);
+}
+
+/* rooted(op, group, tensor, tensors, root, gathering, off_root, at_root, quickers, spin,
+ * left): the quick path of a blocking gather (`gathering`) or scatter
+ * (mpicoll/_collectives/_rooted_quick.py says when). On the root (group rank `root`),
+ * listed_in over `at_root` with head (root,). Elsewhere, no list given, the array
+ * (quick_array: written by a scatter) and `off_root` holding the entry `hit` the general
+ * path validated for key (dtype, root, gathering): where the group sends messages and no
+ * rank has left, its kept Plan run here (run_kept_here). Returns False (the general
+ * path takes the call), True (done), (hit, a) off the root or (hit, a, layout) on it
+ * (the caller makes the call), or (hit, first, second, seq, outcome), as run_kept_here's. */
+static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 11 || !PyDict_Check(args[6]) || !PyDict_Check(args[7]) ||
+        !PyDict_Check(args[8])) {
+        PyErr_SetString(PyExc_TypeError, "rooted(op, group, tensor, tensors, root, gathering, "
+                                         "off_root, at_root, quickers, spin, left): tables "
+                                         "and quickers dicts");
+        return NULL;
+    }
+    PyObject *op = args[0], *group = args[1], *tensor = args[2], *tensors = args[3];
+    PyObject *root = args[4], *quickers = args[8];
+    int gathering = PyObject_IsTrue(args[5]), left = PyObject_IsTrue(args[10]);
+    long spin = PyLong_AsLong(args[9]);
+    PyObject *rankobj = PyObject_GetAttr(group, str_rank);
+    if (rankobj == NULL) return NULL;
+    int at_root = PyObject_RichCompareBool(rankobj, root, Py_EQ);
+    Py_DECREF(rankobj);
+    if (PyErr_Occurred() || gathering < 0 || left < 0 || at_root < 0) return NULL;
+    if (at_root) {
+        PyObject *head = PyTuple_Pack(1, root);
+        if (head == NULL) return NULL;
+        PyObject *result = listed_in(op, group, tensor, tensors,
+                                     gathering ? WRITES_LIST : 0, args[7], head, quickers,
+                                     spin, left);
+        Py_DECREF(head);
+        return result;
+    }
+    int given = tensors == Py_None ? 0 : PyObject_IsTrue(tensors);
+    if (given != 0) return given < 0 ? NULL : Py_NewRef(Py_False); /* (the general path's) */
+    PyObject *a = quick_array(tensor, !gathering, quickers), *result = NULL;
+    if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
+    PyObject *key = PyTuple_Pack(3, (PyObject *)PyArray_DESCR((PyArrayObject *)a), root,
+                                 gathering ? Py_True : Py_False);
+    PyObject *hit = key == NULL ? NULL : PyDict_GetItemWithError(args[6], key); /* borrowed */
+    Py_XDECREF(key);
+    if (hit == NULL || PyArray_SIZE((PyArrayObject *)a) > INT_MAX) {
+        if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
+        goto out;
+    }
+    Py_INCREF(hit);
+    PyObject *direct = left ? NULL : PyObject_GetAttr(group, str_direct);
+    if (!left && direct == NULL) goto hit_out;
+    int messages_go = direct != NULL && direct != Py_None;
+    Py_XDECREF(direct);
+    if (messages_go) {
+        result = run_kept_here(op, group, hit, a, Py_None, spin, tensor);
+        if (result != Py_False) goto hit_out; /* (run, a run to settle, or an error) */
+        Py_CLEAR(result);
+    }
+    result = PyTuple_Pack(2, hit, a);
+hit_out:
+    Py_DECREF(hit);
+out:
+    Py_DECREF(a);
     return result;
 }
 
@@ -1310,6 +1495,12 @@ static PyMethodDef methods[] = {
     {"layout", (PyCFunction)(void (*)(void))layout, METH_FASTCALL,
      "layout(xs, writable, quickers, most): where a list's tensors lie (mpicoll/"
      "_collectives/_layout.py), or None"},
+    {"listed", (PyCFunction)(void (*)(void))listed, METH_FASTCALL,
+     "listed(op, group, tensor, tensors, how, table, head, quickers, spin, left): the quick "
+     "path of a call between a tensor and a list of one tensor per rank"},
+    {"rooted", (PyCFunction)(void (*)(void))rooted, METH_FASTCALL,
+     "rooted(op, group, tensor, tensors, root, gathering, off_root, at_root, quickers, spin, "
+     "left): the quick path of a blocking gather or scatter"},
     {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},
     {"configure", configure, METH_VARARGS, "what the Python side gives the core"},
     {NULL, NULL, 0, NULL},
@@ -1325,11 +1516,11 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     import_array1(NULL);
     if (PyType_Ready(&PlanType) < 0) return NULL;
     PyObject **names[] = {&str_missed, &str_seq, &str_size, &str_kept, &str_direct,
-                          &str_reduced, &str_comm, &str_methods[ALLGATHER],
+                          &str_reduced, &str_comm, &str_rank, &str_methods[ALLGATHER],
                           &str_methods[ALLTOALL], &str_methods[REDUCE_SCATTER_BLOCK]};
     const char *texts[] = {"missed", "seq", "_size", "kept", "direct", "reduced", "comm",
-                           "Iallgather", "Ialltoall", "Ireduce_scatter_block"};
-    for (int i = 0; i < 10; i++)
+                           "_rank", "Iallgather", "Ialltoall", "Ireduce_scatter_block"};
+    for (int i = 0; i < 11; i++)
         if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
@@ -1343,7 +1534,10 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
         PyModule_AddIntConstant(m, "API", CORE_API) < 0 ||
         PyModule_AddIntConstant(m, "ALLREDUCE", ALLREDUCE) < 0 ||
         PyModule_AddIntConstant(m, "BCAST", BCAST) < 0 ||
-        PyModule_AddIntConstant(m, "REDUCE", REDUCE) < 0) {
+        PyModule_AddIntConstant(m, "REDUCE", REDUCE) < 0 ||
+        PyModule_AddIntConstant(m, "WRITES_LIST", WRITES_LIST) < 0 ||
+        PyModule_AddIntConstant(m, "LIST_FIRST", LIST_FIRST) < 0 ||
+        PyModule_AddIntConstant(m, "SAME_SHAPE", SAME_SHAPE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

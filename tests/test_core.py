@@ -494,3 +494,70 @@ def test_the_core_s_list_layout_is_the_python_one(case):
         [a.__array_interface__["data"][0] for a in mine[6]]
     # (the span's limit: a list past `most` elements is not the quick path's)
     assert core.layout(xs, writable, QUICKERS, 0) is None
+
+
+def _lookups():
+    """Calls between a tensor and a list that listed() meets: (tensor, list, how, the
+    key's head, whether the table holds the entry the general path would have kept)."""
+    from mpicoll._collectives._call import LIST_FIRST, SAME_SHAPE, WRITES_LIST
+    whole = np.arange(8, dtype=np.float32)
+    mine = np.ones(4, np.float32)
+    flat = np.ones((2, 2), np.float32)
+    return {
+        "chunks, written": (mine, list(whole.reshape(2, 4)), WRITES_LIST, (0,)),
+        "chunks, read, list first": (mine, list(whole.reshape(2, 4)), LIST_FIRST, (1, "x")),
+        "separate tensors": (mine, [np.ones(4, np.float32), np.ones(4, np.float32)],
+                             WRITES_LIST, (0,)),
+        "a shape that differs": (flat, list(whole.reshape(2, 4)), WRITES_LIST | SAME_SHAPE,
+                                 (1,)),
+        "a shape that differs, not asked": (flat, list(whole.reshape(2, 4)), WRITES_LIST,
+                                            (1,)),
+        "dtypes that differ": (np.ones(4), list(whole.reshape(2, 4)), WRITES_LIST, (0,)),
+        "the tensor inside the list": (whole[4:], list(whole.reshape(2, 4)), WRITES_LIST,
+                                       (0,)),
+        "a list of another length": (mine, list(whole.reshape(4, 2)), WRITES_LIST, (0,)),
+        "no list": (mine, None, WRITES_LIST, (0,)),
+        "a read-only tensor written": (np.frombuffer(b"\0" * 16, np.float32),
+                                       list(whole.reshape(2, 4)), 0, (0,)),
+        "a read-only list written": (mine, [np.frombuffer(b"\0" * 16, np.float32)] * 2,
+                                     WRITES_LIST, (0,)),
+    }
+
+
+@pytest.mark.parametrize("case", [
+    "chunks, written", "chunks, read, list first", "separate tensors", "a shape that differs",
+    "a shape that differs, not asked", "dtypes that differ", "the tensor inside the list",
+    "a list of another length", "no list", "a read-only tensor written",
+    "a read-only list written"])
+def test_the_core_s_list_lookup_is_the_python_one(case, monkeypatch):
+    # core.listed (mpicoll/_core.c) finds what _call.quick_listed's Python path finds, on a
+    # group of 2 that sends no messages (so that nothing is run: the entry is handed back)
+    from types import SimpleNamespace
+
+    from mpicoll._adapter.views import QUICKERS
+    from mpicoll._collectives import _call
+
+    core = _loaded()
+    if core is None:
+        pytest.skip("the Python path: the core's lookup is not built or off")
+    assert (core.WRITES_LIST, core.LIST_FIRST, core.SAME_SHAPE) == \
+        (_call.WRITES_LIST, _call.LIST_FIRST, _call.SAME_SHAPE)
+    tensor, xs, how, head = _lookups()[case]
+    group = SimpleNamespace(_size=2, _rank=0, direct=None)
+    hit = ("an entry",)
+    table = {(np.dtype(np.float32), 4, *head, 4, 4): hit}
+    theirs = core.listed("all_gather", group, tensor, xs, how, table, head, QUICKERS, 0, False)
+    monkeypatch.setattr(_core_loader, "module", None)
+    mine = _call.quick_listed("all_gather", group, tensor, xs, how, table, head)
+    expected = {"chunks, written", "chunks, read, list first", "separate tensors",
+                "a shape that differs, not asked"}
+    if case in expected:
+        assert theirs is not False and mine is not False
+        assert theirs[0] is hit and mine[0] is hit
+        assert theirs[1] is tensor and mine[1] is tensor
+        assert theirs[2][:6] == mine[2][:6] and theirs[2][7] == mine[2][7]
+    elif case == "the tensor inside the list":
+        # (the core tells it at the lookup; the Python path's caller, by apart())
+        assert theirs is False and mine is not False and mine[0] is hit
+    else:
+        assert theirs is False and mine is False

@@ -20,6 +20,7 @@ from .._recorder import done, issued, waiting
 from .._wait import wait_requests
 from .._work import Work
 from . import _direct, _large, _reduce_scatter_direct
+from ._layout import layout
 from ._own_block import own_blocks
 from ._sizes import Sizes
 from ._waits import interrupted, with_sizes
@@ -157,6 +158,44 @@ def quick_array(tensor: Any, writable: bool = True) -> Any:
         return None
     a = _quick_array(tensor, writable)
     return None if a is None or a.size > _large.INT_MAX else a
+
+
+# how quick_listed serves a call (the compiled core's listed() takes the same bits): the
+# list is written and the tensor read (else the other way round); the list's start comes
+# first in the key of the Plan the group keeps (else the tensor's); the list's entry at
+# head[0] must have the tensor's shape
+WRITES_LIST, LIST_FIRST, SAME_SHAPE = 1, 2, 4
+
+
+def quick_listed(op: str, group: Any, tensor: Any, tensors: Any, how: int,
+                 table: dict[tuple, Any], head: tuple) -> Any:
+    """The lookup of a blocking call between ``tensor`` and a list ``tensors`` of one
+    tensor per rank (all_gather, reduce_scatter): the tensor a :func:`quick_array`, the
+    list a :func:`._layout.layout`, of one dtype, and ``table`` holding the entry that the
+    general path validated for (dtype, the tensor's size, ``*head``, the list's sizes).
+    Where the list lies end to end and the group keeps the call's ``Plan``, the compiled
+    core runs it (its lookup and run in C: ``core.listed``). Returns True (done), False
+    (the general path takes the call), or (entry, array, layout): the caller makes the
+    call."""
+    if not quick_allowed():
+        return False
+    core = _core_loader.module
+    if core is not None:
+        found = core.listed(op, group, tensor, tensors, how, table, head, QUICKERS,
+                            len(_polling.spin), _departed.left)
+        if found is True or found is False or len(found) == 3:
+            return found
+        _direct.settled(core, op, group, *found, (tensor, tensors))  # (a run not finished)
+        return True
+    writes = bool(how & WRITES_LIST)
+    lay = layout(tensors, group._size, writes)
+    a = quick_array(tensor, not writes) if lay is not None else None
+    if a is None or a.dtype != lay[1]:
+        return False
+    hit = table.get((a.dtype, a.size, *head, *lay[4]))
+    if hit is None or (how & SAME_SHAPE and lay[6][head[0]].shape != a.shape):
+        return False
+    return hit, a, lay
 
 
 def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tuple, Any],

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _core_loader, _departed
+from .. import _core_loader, _departed, _polling
+from .._adapter.views import QUICKERS
 from . import _rooted_direct
-from ._call import quick, quick_array
-from ._direct import run_kept
+from ._call import quick, quick_allowed, quick_array
+from ._direct import settled
 from ._layout import apart, area, layout
 from ._sizes import rooted as rooted_sizes
 from ._table import Table
@@ -33,35 +34,47 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
     root, a list of adjacent views of sizes an earlier call of the general path
     validated (written by gather, read by scatter; ``tensor`` the other way round).
     True when done; False: take the general path."""
-    a = quick_array(tensor, not gathering)
-    if a is None:
-        return False
-    direct = pg.direct is not None
     core = _core_loader.module
-    if pg._rank != root:
-        hit = QUICK_OFF_ROOT.get((a.dtype, root, gathering)) if not tensors else None
+    if core is not None:  # (the lookup, and a kept Plan's run, in C: core.rooted)
+        if not quick_allowed():
+            return False
+        found = core.rooted(name, pg, tensor, tensors, root, gathering, QUICK_OFF_ROOT,
+                            _QUICK_GATHER if gathering else _QUICK_SCATTER, QUICKERS,
+                            len(_polling.spin), _departed.left)
+        if found is True or found is False:
+            return found
+        if len(found) == 5:  # (the Plan's run did not finish)
+            settled(core, name, pg, *found, tensor if pg._rank != root else
+                    (tensor, tensors))
+            return True
+        hit, a, q = found if len(found) == 3 else (*found, None)
+    else:
+        a = quick_array(tensor, not gathering)
+        if a is None:
+            return False
+        if pg._rank != root:
+            hit = QUICK_OFF_ROOT.get((a.dtype, root, gathering)) if not tensors else None
+            q = None
+        else:
+            q = layout(tensors, pg._size, gathering)
+            if q is None or q[1] != a.dtype:
+                return False
+            hit = (_QUICK_GATHER if gathering else _QUICK_SCATTER).get(
+                (a.dtype, a.size, root, *q[4]))
         if hit is None:
             return False
+    # (found, and no Plan kept or run: the call made here, as direct messages or MPI's
+    # Igatherv or Iscatterv)
+    direct = pg.direct is not None
+    if q is None:
         if direct:
-            if core is None or _departed.left or not run_kept(core, name, pg, hit, a, None,
-                                                              tensor):
-                _rooted_direct.quick(name, pg, root, gathering, a, hit, None, tensor)
+            _rooted_direct.quick(name, pg, root, gathering, a, hit, None, tensor)
             return True
         mine, theirs = (a, hit[0]), None
     else:
         # adjacent views, or separate tensors where the messages are direct (each to or
         # from its own tensor's memory), of sizes the general path validated
-        q = layout(tensors, pg._size, gathering)
-        if q is None or q[1] != a.dtype or not (q[7] or direct):
-            return False
-        hit = (_QUICK_GATHER if gathering else _QUICK_SCATTER).get(
-            (a.dtype, a.size, root, *q[4]))
-        if hit is None:
-            return False
-        if direct and q[7] and core is not None and not _departed.left and run_kept(
-                core, name, pg, hit, a, q[2], (tensor, tensors)):
-            return True  # (its kept Plan, made where the list and the tensor lay apart)
-        if not apart(q, a):
+        if not (q[7] or direct) or not apart(q, a):
             return False
         if direct:  # (kept by the Work an interrupt leaves: a may own none)
             _rooted_direct.quick(name, pg, root, gathering, a, hit, q, (tensor, tuple(tensors)))

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core_loader, _departed
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
 from .._adapter.views import PLAIN
@@ -18,10 +17,19 @@ from .._start import is_mpich
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _all_gather_direct, _direct, _pack, _validate
-from ._call import exchange_key, issue, quick, quick_array, quick_exchange, quick_then_copy
+from ._call import (
+    SAME_SHAPE,
+    WRITES_LIST,
+    exchange_key,
+    issue,
+    quick,
+    quick_exchange,
+    quick_listed,
+    quick_then_copy,
+)
 from ._choices import gather_by_alltoallv
 from ._large import INT_MAX
-from ._layout import apart, area, displs, layout
+from ._layout import apart, area, displs
 from ._own_block import own_copy, then
 from ._sizes import agreed
 from ._table import Table
@@ -126,47 +134,13 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
     n = pg._size  # nranks, without the property's call
     if not async_op:
         # a list of sizes an earlier call of the general path validated, where it lies:
-        # adjacent views as one buffer, separate tensors by their displacements
-        out = layout(tensor_list, n, True)
-        a = quick_array(tensor, False) if out is not None else None
-        if a is not None and a.dtype == out[1]:
-            _, _, _, _, counts, _, _, adjacent = out
-            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, *counts))
-            if hit is not None and out[6][pg._rank].shape == a.shape and apart(out, a):
-                method, rc, dt, sc, own, sizes = hit
-                if method == "direct":  # (rc: the displacements; sizes: the Direct)
-                    core = _core_loader.module
-                    if adjacent and core is not None and not _departed.left and \
-                            _direct.run_kept(core, name, pg, hit, a, out[2],
-                                             (tensor_list, tensor)):
-                        return None  # (its kept Plan, run in C)
-                    d, me, addr = sizes, pg._rank, _buffer(a).address
-                    # (the messages kept by where the tensor and the list lie, made with
-                    # their arguments where the group keeps none there; the list kept
-                    # alive by the Work an interrupt leaves)
-                    _direct.started(name, pg, d,
-                                    lambda: _direct.over(d, _direct.span(a, True), d.zeros,
-                                                         area(out), rc if adjacent
-                                                         else displs(out), dt),
-                                    (out[6][me], Ellipsis, a) if a.size else None,
-                                    keep=(tuple(tensor_list), tensor), hit=hit,
-                                    key=(id(hit), addr, out[2]) if adjacent
-                                    else (id(hit), addr, *out[5]), planned=adjacent)
-                    return None
-                buf = area(out)
-                if sc is not None:  # as Alltoallv (_by_alltoallv)
-                    recv = [buf, rc if adjacent else (rc[0], displs(out)), dt]
-                    args = ([a, sc, dt], recv)
-                    if own is None:
-                        quick(name, pg, method, args, sizes)
-                    else:
-                        quick_then_copy(name, pg, method, args,
-                                        (out[6][pg._rank].reshape(-1), a.reshape(-1)), sizes)
-                    return None
-                recv = [buf, rc, dt] if adjacent else [buf, (counts, displs(out)), dt]
-                quick(name, pg, method if adjacent else "Iallgatherv", ([a, a.size, dt], recv),
-                      sizes)
-                return None
+        # adjacent views as one buffer (a kept Plan run in C), separate tensors by their
+        # displacements
+        found = quick_listed(name, pg, tensor, tensor_list, WRITES_LIST | SAME_SHAPE,
+                             _QUICK_LISTS, (pg._rank,))
+        if found is True or (found is not False and _listed(name, pg, tensor, tensor_list,
+                                                            *found)):
+            return None
     src = as_buffer(tensor, op=name, name="tensor")
     outs = _validate.tensor_list(name, tensor_list, n, "tensor_list", writable=True,
                                  distinct=False)
@@ -227,3 +201,40 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
                  list(tensor_list), keep=outs, sig=lambda: {"dtype": src.dtype, "counts": counts},
                  sizes=sizes)
 
+
+def _listed(name: str, pg: Any, tensor: Any, tensor_list: Any, hit: tuple, a: Any,
+            out: tuple) -> bool:
+    """all_gather's quick call of entry ``hit`` from the array ``a`` into the list of
+    layout ``out``, whose kept Plan (if any) the core did not run: made here. False: the
+    general path's (the tensor and the list share memory)."""
+    if not apart(out, a):
+        return False
+    _, _, _, _, counts, _, _, adjacent = out
+    method, rc, dt, sc, own, sizes = hit
+    if method == "direct":  # (rc: the displacements; sizes: the Direct)
+        d, me, addr = sizes, pg._rank, _buffer(a).address
+        # (the messages kept by where the tensor and the list lie, made with their
+        # arguments where the group keeps none there; the list kept alive by the Work an
+        # interrupt leaves)
+        _direct.started(name, pg, d,
+                        lambda: _direct.over(d, _direct.span(a, True), d.zeros, area(out),
+                                             rc if adjacent else displs(out), dt),
+                        (out[6][me], Ellipsis, a) if a.size else None,
+                        keep=(tuple(tensor_list), tensor), hit=hit,
+                        key=(id(hit), addr, out[2]) if adjacent
+                        else (id(hit), addr, *out[5]), planned=adjacent, depth=5)
+        return True
+    buf = area(out)
+    if sc is not None:  # as Alltoallv (_by_alltoallv)
+        recv = [buf, rc if adjacent else (rc[0], displs(out)), dt]
+        args = ([a, sc, dt], recv)
+        if own is None:
+            quick(name, pg, method, args, sizes, 4)
+        else:
+            quick_then_copy(name, pg, method, args,
+                            (out[6][pg._rank].reshape(-1), a.reshape(-1)), sizes, 4)
+        return True
+    recv = [buf, rc, dt] if adjacent else [buf, (counts, displs(out)), dt]
+    quick(name, pg, method if adjacent else "Iallgatherv", ([a, a.size, dt], recv), sizes,
+          4)
+    return True

@@ -14,10 +14,10 @@ from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _direct, _pack, _reduce, _validate
 from . import _reduce_scatter_direct as _rsd
-from ._call import exchange_key, issue, quick, quick_array, quick_exchange
+from ._call import LIST_FIRST, exchange_key, issue, quick, quick_exchange, quick_listed
 from ._choices import block_reduce_scatter
 from ._large import INT_MAX
-from ._layout import apart, area, keep, layout, pack
+from ._layout import apart, area, keep, pack
 from ._sizes import agreed
 from ._table import Table
 from .reduce_op import ReduceOp, op_name, plan
@@ -114,27 +114,11 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
         # found needing no step after MPI's: adjacent views as one buffer, separate
         # tensors packed into a staging buffer kept for the next call (MPI's
         # Reduce_scatter takes no displacements)
-        inl = layout(input_list, n, False)
-        a = quick_array(output) if inl is not None else None
-        if a is not None and a.dtype == inl[1]:
-            hit = _QUICK_LISTS.get((a.dtype, a.size, pg._rank, op, *inl[4]))
-            if hit is not None and apart(inl, a):
-                if hit[0] == "reduced":  # direct messages (hit: _rsd.general's)
-                    _rsd.exchanged(name, pg, hit, None, a, (output, tuple(input_list)), 4, inl)
-                    return None
-                method, counts, dt, mpi_op, sizes = hit
-                if inl[7]:  # adjacent
-                    send = area(inl)
-                    args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
-                        is int else ([send, dt], [a, dt], counts, mpi_op)
-                    quick(name, pg, method, args, sizes)
-                else:
-                    send, key = pack(inl)
-                    args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
-                        is int else ([send, dt], [a, dt], counts, mpi_op)
-                    quick(name, pg, method, args, sizes)
-                    keep(key, send)
-                return None
+        found = quick_listed(name, pg, output, input_list, LIST_FIRST, _QUICK_LISTS,
+                             (pg._rank, op))
+        if found is True or (found is not False and _listed(name, pg, output, input_list,
+                                                            *found)):
+            return None
     dst = as_buffer(output, writable=True, op=name, name="output")
     ins = _validate.tensor_list(name, input_list, n, "input_list", writable=False)
     _validate.same_dtype(name, dst, ins[0], "output", "input_list")
@@ -173,3 +157,28 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     return issue(name, pg, method, args, fin, async_op, [output], keep=ins,
                  sig=lambda: {"dtype": dst.dtype, "counts": counts, "reduce_op": op_name(op)},
                  sizes=sizes)
+
+
+def _listed(name: str, pg: Any, output: Any, input_list: Any, hit: tuple, a: Any,
+            inl: tuple) -> bool:
+    """reduce_scatter's quick call of entry ``hit`` from the list of layout ``inl`` into
+    the array ``a``, whose kept Plan (if any) the core did not run: made here. False: the
+    general path's (the list and the output share memory)."""
+    if not apart(inl, a):
+        return False
+    if hit[0] == "reduced":  # direct messages (hit: _rsd.general's)
+        _rsd.exchanged(name, pg, hit, None, a, (output, tuple(input_list)), 5, inl)
+        return True
+    method, counts, dt, mpi_op, sizes = hit
+    if inl[7]:  # adjacent
+        send = area(inl)
+        args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
+            is int else ([send, dt], [a, dt], counts, mpi_op)
+        quick(name, pg, method, args, sizes, 4)
+    else:
+        send, key = pack(inl)
+        args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
+            is int else ([send, dt], [a, dt], counts, mpi_op)
+        quick(name, pg, method, args, sizes, 4)
+        keep(key, send)
+    return True
