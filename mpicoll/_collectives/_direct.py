@@ -35,7 +35,7 @@ from .._process_group import direct_ranks
 from .._recorder import kept as recorded
 from .._recorder import recording
 from .._work import Work
-from ._messages import Direct, Fold, free, issue, settle_core
+from ._messages import Direct, Fold, free, issue, issue_plan, settle_core
 from ._own_block import own_block_copy
 from ._pack import displs
 from ._signature import signature
@@ -135,9 +135,7 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None)
     if type(entry) is tuple:
         issue(op, group, d, args, entry[4], entry[3], keep=keep, depth=6, started=entry)
     else:  # (the core's Plan, where run_kept did not run it: a rank has left)
-        issue(op, group, d, entry.args, (None, None, None, None, entry.datatype),
-              None if entry.copy is None else (entry.copy[0], Ellipsis, entry.copy[1]),
-              keep=keep, depth=6, started=entry)
+        issue_plan(op, group, entry, keep, 6)
     put_back(group.kept, key, entry)
 
 
@@ -172,11 +170,9 @@ def kept_call(op: str, group: Any, hit: Any, a: Any, keep: Any,
             core, hit, reqs, sts, d, bufs[4], None, args, None if fold is None else fold.spec)
     if type(entry) is tuple:
         _, _, _, d, bufs, args, fold = entry
+        issue(op, group, d, args, bufs, None, fold, keep=keep, depth=depth, started=entry)
     else:  # (a Plan: the core's, run here this once, by the Python path's issue)
-        d, bufs, args = entry.direct, (None, None, None, None, entry.datatype), entry.args
-        fold = None if entry.fold is None else Fold.of(entry.fold, entry.datatype)
-    issue(op, group, d, args, bufs, None, fold, keep=keep, depth=depth, started=entry,
-          fold=None if fold is None else fold.spec)
+        issue_plan(op, group, entry, keep, depth)
     put_back(group.kept, key, entry)
 
 
@@ -296,8 +292,7 @@ def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tupl
             return
         entry = (hit, reqs, sts, args, bufs)
     if type(entry) is not tuple:  # (a Plan: run here by the Python path's issue)
-        issue(op, group, d, entry.args, (None, None, None, None, entry.datatype), copy,
-              keep=keep, depth=depth, started=entry)
+        issue_plan(op, group, entry, keep, depth)
     else:
         issue(op, group, d, entry[3], entry[4], copy, keep=keep, depth=depth, started=entry)
     put_back(group.kept, key, entry)

@@ -339,6 +339,17 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
     return None
 
 
+def issue_plan(op: str, group: Any, plan: Any, keep: Any, depth: int) -> None:
+    """A kept ``Plan`` of the compiled core that its lookup did not run (a rank has left:
+    :func:`issue` asks first whether it is in the group), run this once by :func:`issue`:
+    its messages, the MPI call's arguments, datatype, own block and reduction are the
+    Plan's. ``depth``: frames up to the user's, from the caller."""
+    copy = None if plan.copy is None else (plan.copy[0], Ellipsis, plan.copy[1])
+    fold = None if plan.fold is None else Fold.of(plan.fold, plan.datatype)
+    issue(op, group, plan.direct, plan.args, (None, None, None, None, plan.datatype), copy,
+          fold, keep=keep, depth=depth + 1, started=plan, fold=plan.fold)
+
+
 def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tuple,
              dt: Any, copy: tuple | None, finalize: Callable[[], Any] | None, keep: Any,
              started: tuple, fold: tuple | None) -> None:

@@ -19,7 +19,7 @@ from .._mpi import MPI
 from .._work import Work
 from . import _direct, _pack, _reduce
 from ._layout import area, displs
-from ._messages import issue
+from ._messages import issue, issue_plan
 from ._own_block import then
 from ._signature import signature
 from ._sizes import scattered
@@ -148,6 +148,5 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
         issue(op, group, d, entry[5], entry[6], None, entry[4], keep=keep, depth=depth,
               started=entry)
     else:  # (the core's Plan, where run_kept did not run it: a rank has left)
-        issue(op, group, d, entry.args, (None, sd, None, rd, dt), None, None, keep=keep,
-              depth=depth, started=entry, fold=entry.fold)
+        issue_plan(op, group, entry, keep, depth)
     _direct.put_back(group.kept, key, entry)

@@ -15,7 +15,7 @@ from .._work import Work
 from ._direct import keeps, kept_call, new_plan, plan_key, put_back, span, take
 from ._layout import area as _area
 from ._layout import displs as _displs
-from ._messages import ACK_ROOM, Direct, issue
+from ._messages import ACK_ROOM, Direct, issue, issue_plan
 from ._own_block import flat_copy
 from ._signature import signature
 from ._sizes import Sizes, _kept
@@ -123,9 +123,9 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
             entry = (hit, reqs, sts, d, bufs, args)
     if type(entry) is tuple:
         _, _, _, d, bufs, args = entry
+        issue(op, pg, d, args, bufs, copy, keep=keep, depth=5, started=entry)
     else:  # (a Plan: the core's, run here this once, by the Python path's issue)
-        d, bufs, args = entry.direct, (None, None, None, None, entry.datatype), entry.args
-    issue(op, pg, d, args, bufs, copy, keep=keep, depth=5, started=entry)
+        issue_plan(op, pg, entry, keep, 5)
     put_back(pg.kept, key, entry)
 
 

@@ -5,7 +5,7 @@ normal     rank 1 ends normally after one all_reduce; the others start a second 
 recv       rank 1 sends one message and ends; rank 0 receives two
 late       rank 1 calls sys.exit(3); the others start all_reduce a second later
 others     rank 2 ends normally; ranks 0 and 1 go on repeating calls on a group of their
-           own (kept messages, run once a rank has left)
+           own (kept messages of every collective, run once a rank has left)
 """
 import sys
 import time
@@ -55,6 +55,25 @@ elif case == "others":
         assert np.array_equal(out, want), (k, out, want)
         assert np.array_equal(mine, 2 * (np.arange(2 * rank, 2 * rank + 2) + k) + 10), mine
         assert np.array_equal(one, np.full(2, 1.0 + 2 * k)), one
+        # (every other kept call of one tensor or of a list of chunks: broadcast, reduce,
+        # gather and scatter at the root and off it, all_gather and all_to_all of chunks)
+        one[:] = rank + k
+        dist.broadcast(one, src=1, group=g)
+        assert np.array_equal(one, np.full(2, 1.0 + k)), one
+        one[:] = rank + k
+        dist.reduce(one, dst=0, group=g)
+        assert np.array_equal(one, np.full(2, 1.0 + 2 * k if rank == 0 else rank + k)), one
+        one[:] = rank + k
+        outs = list(np.split(out, 2))
+        dist.gather(one, outs if rank == 0 else None, dst=0, group=g)
+        if rank == 0:
+            assert np.array_equal(out, np.repeat([k, 1.0 + k], 2)), out
+        dist.scatter(one, chunks if rank == 1 else None, src=1, group=g)
+        assert np.array_equal(one, inp[2 * rank:2 * rank + 2] - 10 * rank + 10), one
+        dist.all_gather(outs, mine, group=g)
+        assert np.array_equal(out, 2 * (np.arange(4) + k) + 10), out
+        dist.all_to_all(outs, chunks, group=g)
+        assert np.array_equal(out, want), (k, out, want)
     print(f"rank {rank}: others went on", flush=True)
     sys.exit(0)
 if rank == 1:
