@@ -54,7 +54,14 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     if not async_op and quick_exchange(name, pg, output_tensor, input_tensor, _QUICK,
                                        pg._rank):
         return None
-    n = pg._size  # nranks, without the property's call
+    return _into_tensor(name, pg, output_tensor, input_tensor, async_op)
+
+
+def _into_tensor(name: str, pg: Any, output_tensor: Any, input_tensor: Any,
+                 async_op: bool) -> Work | None:
+    """all_gather_into_tensor's general path: any tensors, validated, its quick entry
+    stored."""
+    n = pg._size
     src = as_buffer(input_tensor, op=name, name="input_tensor")
     dst = as_buffer(output_tensor, writable=True, op=name, name="output_tensor")
     _validate.same_dtype(name, dst, src, "output_tensor", "input_tensor")
@@ -131,7 +138,6 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
     pg = _State.default if group is None else None  # WORLD, without a call
     if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg._size  # nranks, without the property's call
     if not async_op:
         # a list of sizes an earlier call of the general path validated, where it lies:
         # adjacent views as one buffer (a kept Plan run in C), separate tensors by their
@@ -141,6 +147,13 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None,
         if found is True or (found is not False and _listed(name, pg, tensor, tensor_list,
                                                             *found)):
             return None
+    return _all_gather(name, pg, tensor_list, tensor, async_op)
+
+
+def _all_gather(name: str, pg: Any, tensor_list: Any, tensor: Any,
+                async_op: bool) -> Work | None:
+    """all_gather's general path: any tensors, validated, its quick entry stored."""
+    n = pg._size
     src = as_buffer(tensor, op=name, name="tensor")
     outs = _validate.tensor_list(name, tensor_list, n, "tensor_list", writable=True,
                                  distinct=False)

@@ -62,6 +62,12 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
             # a rank has left, or where the call is messages with none kept yet, above)
             quick(name, pg, "Iallreduce", (MPI.IN_PLACE, [a, hit[0]], hit[1]))
             return None
+    return _general(name, pg, tensor, op, async_op)
+
+
+def _general(name: str, pg: Any, tensor: Any, op: Any, async_op: bool) -> Work | None:
+    """all_reduce's general path: any tensor, validated, planned (the dtype's step before
+    and after MPI's), its quick entry stored for the next call."""
     _core_loader.load()  # (once: the next such call may take the core's path)
     buf = as_buffer(tensor, writable=True, op=name, name="tensor")
     p = plan(buf.dtype, op, name)

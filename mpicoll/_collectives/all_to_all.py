@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,15 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     if not async_op and extra is not False and \
             quick_exchange(name, pg, output, input, _QUICK, extra):
         return None
-    n = pg._size  # nranks, without the property's call
+    return _single(name, pg, output, input, output_split_sizes, input_split_sizes, extra,
+                   async_op)
+
+
+def _single(name: str, pg: Any, output: Any, input: Any, output_split_sizes: Any,
+            input_split_sizes: Any, extra: Any, async_op: bool) -> Work | None:
+    """all_to_all_single's general path: any tensors and split sizes, validated, its quick
+    entry stored (``extra``: its key's part, or False)."""
+    n = pg._size
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
@@ -164,52 +173,64 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
     pg = _State.default if group is None else None  # WORLD, without a call
     if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg._size  # nranks, without the property's call
-    if not async_op:
-        # lists of sizes an earlier call of the general path validated, where they lie:
-        # adjacent views as one buffer, separate tensors by their displacements
-        outl = layout(output_tensor_list, n, True)
-        inl = layout(input_tensor_list, n, False) if outl is not None else None
-        if inl is not None and outl[1] == inl[1]:
-            _, dtype, rlo, rhi, rcounts, _, routs, radj = outl
-            _, _, slo, shi, scounts, _, sins, sadj = inl
-            hit = _QUICK_LISTS.get((dtype, n, pg._rank, *scounts, None, *rcounts))
-            if hit is not None and (shi <= rlo or rhi <= slo or lists_apart(outl, inl)):
-                method, sc, rc, dt, own, sizes = hit
-                if method == "direct":  # (sc: the displacements of adjacent lists)
-                    me, d, both = pg._rank, sizes, sadj and radj
-                    core = _core_loader.module
-                    if both and core is not None and not _departed.left and \
-                            _direct.run_kept(core, name, pg, hit, slo, rlo,
-                                             (output_tensor_list, input_tensor_list)):
-                        return None  # (its kept Plan, run in C)
-                    # (the messages kept by where the lists lie, made with their
-                    # arguments where the group keeps none there; the lists kept alive
-                    # by the Work an interrupt leaves)
-                    _direct.started(
-                        name, pg, d, lambda: _direct.over(
-                            d, area(inl), sc[0] if both else displs(inl), area(outl),
-                            sc[1] if both else displs(outl), dt),
-                        _own_tensors(routs[me], sins[me]) if d.counts[0][me] else None,
-                        keep=(tuple(output_tensor_list), tuple(input_tensor_list)), hit=hit,
-                        key=(id(hit), slo, rlo) if both else (id(hit), *inl[5], *outl[5]),
-                        planned=both)
-                    return None
-                sbuf, rbuf = area(inl), area(outl)
-                if sadj and radj:
-                    args = ([sbuf, sc, dt], [rbuf, rc, dt])
-                    copy = None if own is None else own_blocks(
-                        np.frombuffer(sbuf, dtype), np.frombuffer(rbuf, dtype), own)
-                else:  # (sc, rc: the counts, this rank's own zeroed where copied locally)
-                    args = ([sbuf, (sc[0], displs(inl)), dt], [rbuf, (rc[0], displs(outl)), dt])
-                    me = pg._rank
-                    copy = None if own is None else (routs[me].reshape(-1),
-                                                     sins[me].reshape(-1))
-                if copy is None:
-                    quick(name, pg, "Ialltoallv", args, sizes)
-                else:
-                    quick_then_copy(name, pg, "Ialltoallv", args, copy, sizes)
-                return None
+    if not async_op and _quick_lists(name, pg, output_tensor_list, input_tensor_list):
+        return None
+    return _all_to_all(name, pg, output_tensor_list, input_tensor_list, async_op)
+
+
+def _quick_lists(name: str, pg: Any, output_tensor_list: Any,
+                 input_tensor_list: Any) -> bool:
+    """all_to_all's quick path: lists of sizes an earlier call of the general path
+    validated, where they lie (adjacent views as one buffer, separate tensors by their
+    displacements). True when done; False: the general path's."""
+    n = pg._size
+    outl = layout(output_tensor_list, n, True)
+    inl = layout(input_tensor_list, n, False) if outl is not None else None
+    if inl is not None and outl[1] == inl[1]:
+        _, dtype, rlo, rhi, rcounts, _, routs, radj = outl
+        _, _, slo, shi, scounts, _, sins, sadj = inl
+        hit = _QUICK_LISTS.get((dtype, n, pg._rank, *scounts, None, *rcounts))
+        if hit is not None and (shi <= rlo or rhi <= slo or lists_apart(outl, inl)):
+            method, sc, rc, dt, own, sizes = hit
+            if method == "direct":  # (sc: the displacements of adjacent lists)
+                me, d, both = pg._rank, sizes, sadj and radj
+                core = _core_loader.module
+                if both and core is not None and not _departed.left and \
+                        _direct.run_kept(core, name, pg, hit, slo, rlo,
+                                         (output_tensor_list, input_tensor_list)):
+                    return True  # (its kept Plan, run in C)
+                # (the messages kept by where the lists lie, made with their
+                # arguments where the group keeps none there; the lists kept alive
+                # by the Work an interrupt leaves)
+                _direct.started(
+                    name, pg, d, partial(_over_lists, d, inl, outl, sc if both else None, dt),
+                    _own_tensors(routs[me], sins[me]) if d.counts[0][me] else None,
+                    keep=(tuple(output_tensor_list), tuple(input_tensor_list)), hit=hit,
+                    key=(id(hit), slo, rlo) if both else (id(hit), *inl[5], *outl[5]),
+                    planned=both, depth=5)
+                return True
+            sbuf, rbuf = area(inl), area(outl)
+            if sadj and radj:
+                args = ([sbuf, sc, dt], [rbuf, rc, dt])
+                copy = None if own is None else own_blocks(
+                    np.frombuffer(sbuf, dtype), np.frombuffer(rbuf, dtype), own)
+            else:  # (sc, rc: the counts, this rank's own zeroed where copied locally)
+                args = ([sbuf, (sc[0], displs(inl)), dt], [rbuf, (rc[0], displs(outl)), dt])
+                me = pg._rank
+                copy = None if own is None else (routs[me].reshape(-1),
+                                                 sins[me].reshape(-1))
+            if copy is None:
+                quick(name, pg, "Ialltoallv", args, sizes, 4)
+            else:
+                quick_then_copy(name, pg, "Ialltoallv", args, copy, sizes, 4)
+            return True
+    return False
+
+
+def _all_to_all(name: str, pg: Any, output_tensor_list: Any, input_tensor_list: Any,
+                async_op: bool) -> Work | None:
+    """all_to_all's general path: any tensors, validated, its quick entry stored."""
+    n = pg._size
     ins = _validate.tensor_list(name, input_tensor_list, n, "input_tensor_list", writable=False)
     outs = _validate.tensor_list(name, output_tensor_list, n, "output_tensor_list",
                                  writable=True, distinct=False)
@@ -248,6 +269,14 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
             "Ialltoallv", (sc, sd), (rc, rd), args[0][2], own, sizes)
     return issue(name, pg, "Alltoallv", args, then(own_copy(send, recv, own), unpack), async_op,
                  list(output_tensor_list), keep=(ins, outs), sig=sig, sizes=sizes)
+
+
+def _over_lists(d: Any, inl: tuple, outl: tuple, displacements: Any, dt: Any) -> tuple:
+    """:func:`._direct.over` of the lists of layouts ``inl`` and ``outl``: their areas, at
+    ``displacements`` (the quick entry's, where both lie end to end) or each tensor's."""
+    return _direct.over(d, area(inl), displs(inl) if displacements is None
+                        else displacements[0], area(outl), displs(outl)
+                        if displacements is None else displacements[1], dt)
 
 
 def _own_tensors(out: Any, inp: Any) -> tuple[Any, Any, Any]:

@@ -40,7 +40,14 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     if type(op) is ReduceOp and not async_op and \
             quick_exchange(name, pg, output, input, _QUICK, (op, pg._rank)):
         return None
-    n = pg._size  # nranks, without the property's call
+    return _tensor(name, pg, output, input, op, async_op)
+
+
+def _tensor(name: str, pg: Any, output: Any, input: Any, op: Any,
+            async_op: bool) -> Work | None:
+    """reduce_scatter_tensor's general path: any tensors, validated, planned (the dtype's
+    step before and after MPI's), its quick entry stored."""
+    n = pg._size
     src = as_buffer(input, op=name, name="input")
     dst = as_buffer(output, writable=True, op=name, name="output")
     _validate.same_dtype(name, dst, src, "output", "input")
@@ -108,7 +115,6 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
     pg = _State.default if group is None else None  # WORLD, without a call
     if pg is None and (pg := resolve(group, name)) is None:
         return None
-    n = pg._size  # nranks, without the property's call
     if type(op) is ReduceOp and not async_op:
         # a list of sizes, dtype and op an earlier call of the general path validated and
         # found needing no step after MPI's: adjacent views as one buffer, separate
@@ -119,6 +125,14 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM,
         if found is True or (found is not False and _listed(name, pg, output, input_list,
                                                             *found)):
             return None
+    return _reduce_scatter(name, pg, output, input_list, op, async_op)
+
+
+def _reduce_scatter(name: str, pg: Any, output: Any, input_list: Any, op: Any,
+                    async_op: bool) -> Work | None:
+    """reduce_scatter's general path: any tensors, validated, planned (the dtype's step
+    before and after MPI's), its quick entry stored."""
+    n = pg._size
     dst = as_buffer(output, writable=True, op=name, name="output")
     ins = _validate.tensor_list(name, input_list, n, "input_list", writable=False)
     _validate.same_dtype(name, dst, ins[0], "output", "input_list")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
             if found is True:  # (done: the common case)
                 return None
             found = _direct.core_found(core, name, pg, found, tensor,
-                                       lambda hit, a: ([a, hit[0]], root))
+                                       partial(_broadcast_args, root))
             if found is None:
                 return None
             hit, a = found
@@ -59,6 +60,16 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
             else:
                 quick(name, pg, "Ibcast", ([a, hit[0]], root))
             return None
+    return _broadcast(name, pg, tensor, root, async_op)
+
+
+def _broadcast_args(root: int, hit: tuple, a: Any) -> tuple:
+    """MPI's Ibcast's arguments for the array ``a`` of a quick entry ``hit``."""
+    return [a, hit[0]], root
+
+
+def _broadcast(name: str, pg: Any, tensor: Any, root: int, async_op: bool) -> Work | None:
+    """broadcast's general path: any tensor, validated, its quick entry stored."""
     _core_loader.load()  # (once: the next such call may take the core's path)
     buf = as_buffer(tensor, writable=pg.my_rank != root, op=name, name="tensor")
     arr = buf.array
@@ -98,7 +109,7 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
                 return None
             if found is not False:
                 found = _direct.core_found(core, name, pg, found, tensor,
-                                           lambda hit, a: _reduce_args(a, hit, root, is_root))
+                                           partial(_reduce_args, root, is_root))
                 if found is None:
                     return None
                 # (no Plan kept yet, a rank that left, or a tensor that is not messages)
@@ -126,10 +137,18 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
                     core.call(core.REDUCE, name, pg.comm, a, hit[0], (hit[1], root), pg, seq,
                               len(_polling.spin))
                 except MPI.Exception as e:
-                    raise mpi_error(name, e, _reduce_args(a, hit, root, is_root)) from e
+                    raise mpi_error(name, e, _reduce_args(root, is_root, hit, a)) from e
                 return None
-            quick(name, pg, "Ireduce", _reduce_args(a, hit, root, is_root))
+            quick(name, pg, "Ireduce", _reduce_args(root, is_root, hit, a))
             return None
+    return _reduce_general(name, pg, tensor, root, op, async_op)
+
+
+def _reduce_general(name: str, pg: Any, tensor: Any, root: int, op: Any,
+                    async_op: bool) -> Work | None:
+    """reduce's general path: any tensor, validated, planned (the dtype's step before and
+    after MPI's), its quick entry stored."""
+    is_root = pg._rank == root
     buf = as_buffer(tensor, writable=is_root, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
     direct = _reduce_direct.chosen(pg, buf.numel, p)  # (alike on every rank)
@@ -158,7 +177,7 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     return issue(name, pg, "Reduce", args, fin, async_op, [tensor], sig=sig)
 
 
-def _reduce_args(a: Any, hit: tuple, root: int, is_root: bool) -> tuple:
+def _reduce_args(root: int, is_root: bool, hit: tuple, a: Any) -> tuple:
     """MPI's Ireduce's arguments for the array ``a`` of a quick entry ``hit`` (its MPI
     datatype and op): in place on the root."""
     mine = [a, hit[0]]
@@ -182,6 +201,12 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
     if not async_op and quick_rooted(name, pg, root, tensor, gather_list, True):
         return None
+    return _gather(name, pg, root, tensor, gather_list, async_op)
+
+
+def _gather(name: str, pg: Any, root: int, tensor: Any, gather_list: Any,
+            async_op: bool) -> Work | None:
+    """gather's general path: any tensors, validated, its quick entry stored."""
     src = as_buffer(tensor, op=name, name="tensor")
     dt = mpi_datatype(src.array.dtype)
     if src.dtype in PLAIN and pg.my_rank != root:
@@ -254,6 +279,12 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
     if not async_op and quick_rooted(name, pg, root, tensor, scatter_list, False):
         return None
+    return _scatter(name, pg, root, tensor, scatter_list, async_op)
+
+
+def _scatter(name: str, pg: Any, root: int, tensor: Any, scatter_list: Any,
+             async_op: bool) -> Work | None:
+    """scatter's general path: any tensors, validated, its quick entry stored."""
     dst = as_buffer(tensor, writable=True, op=name, name="tensor")
     dt = mpi_datatype(dst.array.dtype)
     if dst.dtype in PLAIN and pg.my_rank != root:
