@@ -25,6 +25,18 @@
 #include <mpi.h>
 #include <time.h>
 
+/* Python 3.11's frames, read where they lie: the recorder's call site without making a
+ * frame object of each frame it passes (PyEval_GetFrame and PyFrame_GetBack make them;
+ * about 1,200 instructions a call). Other versions take the public API. */
+#if PY_VERSION_HEX >= 0x030B00F0 && PY_VERSION_HEX < 0x030C0000 && defined(__has_include)
+#if __has_include("internal/pycore_frame.h")
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+#define FRAMES_IN_PLACE 1
+#endif
+#endif
+
 #include "mpi4py/mpi4py.h"
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -99,9 +111,42 @@ static void clear_record(Record *r) {
 
 /* The first frame outside mpicoll (and torch.distributed), from the caller's caller:
  * the user's call site, as mpicoll._recorder.issued finds it. */
+/* Whether the file `name` is mpicoll's own (or torch.distributed's): `inside`, filled by
+ * `is_inside`. 1, 0, or -1 where it cannot tell (the error cleared). */
+static int own_file(PyObject *name) {
+    PyObject *known = PyDict_GetItemWithError(inside, name); /* borrowed */
+    if (known == NULL) {
+        if (PyErr_Occurred()) PyErr_Clear();
+        known = PyObject_CallOneArg(is_inside, name);
+        if (known == NULL) {
+            PyErr_Clear();
+            return -1;
+        }
+        PyDict_SetItem(inside, name, known);
+        Py_DECREF(known); /* the dict holds it */
+    }
+    return known != Py_False;
+}
+
 static void call_site(PyObject **code, int *lasti) {
     *code = NULL;
     *lasti = -1;
+#ifdef FRAMES_IN_PLACE
+    _PyInterpreterFrame *at = PyThreadState_GET()->cframe->current_frame;
+    while (at != NULL && _PyFrame_IsIncomplete(at)) at = at->previous;
+    if (at == NULL) return; /* (at: the Python function calling us) */
+    for (at = at->previous; at != NULL; at = at->previous) {
+        if (_PyFrame_IsIncomplete(at)) continue;
+        int own = own_file(at->f_code->co_filename);
+        if (own < 0) return;
+        if (!own) {
+            *code = Py_NewRef((PyObject *)at->f_code);
+            int i = _PyInterpreterFrame_LASTI(at); /* (in code units: PyFrame_GetLasti's) */
+            *lasti = i < 0 ? -1 : i * (int)sizeof(_Py_CODEUNIT);
+            return;
+        }
+    }
+#else
     PyFrameObject *f = PyEval_GetFrame(); /* borrowed: the Python function calling us */
     if (f == NULL) return;
     Py_INCREF(f);
@@ -111,21 +156,13 @@ static void call_site(PyObject **code, int *lasti) {
         f = back;
         if (f == NULL) return;
         PyCodeObject *c = PyFrame_GetCode(f); /* new reference */
-        PyObject *name = c->co_filename;
-        PyObject *known = PyDict_GetItemWithError(inside, name); /* borrowed */
-        if (known == NULL) {
-            if (PyErr_Occurred()) PyErr_Clear();
-            known = PyObject_CallOneArg(is_inside, name);
-            if (known == NULL) {
-                PyErr_Clear();
-                Py_DECREF(c);
-                Py_DECREF(f);
-                return;
-            }
-            PyDict_SetItem(inside, name, known);
-            Py_DECREF(known); /* the dict holds it */
+        int own = own_file(c->co_filename);
+        if (own < 0) {
+            Py_DECREF(c);
+            Py_DECREF(f);
+            return;
         }
-        if (known == Py_False) {
+        if (!own) {
             *code = (PyObject *)c;
 #if PY_VERSION_HEX >= 0x030B0000
             *lasti = PyFrame_GetLasti(f);
@@ -135,6 +172,7 @@ static void call_site(PyObject **code, int *lasti) {
         }
         Py_DECREF(c);
     }
+#endif
 }
 
 static Record *record(PyObject *op, PyObject *group, long long seq, long long count,
@@ -203,6 +241,28 @@ static int wait_for(MPI_Request *req, Record *r, long spin, PyObject *op,
     return err;
 }
 
+/* Where `obj`'s memory lies and how long it is, in bytes: a C-contiguous numpy array's
+ * read directly (writable where `writable`), any other object's through the buffer
+ * protocol (*view filled: the caller releases it, where view->obj is set). -1 with an
+ * error where it has no such buffer. */
+static int memory_of(PyObject *obj, int writable, Py_buffer *view) {
+    view->obj = NULL;
+    if (PyArray_CheckExact(obj)) {
+        int flags = PyArray_FLAGS((PyArrayObject *)obj);
+        int need = writable ? NPY_ARRAY_CARRAY : NPY_ARRAY_C_CONTIGUOUS;
+        if ((flags & need) == need) {
+            view->buf = PyArray_DATA((PyArrayObject *)obj);
+            view->len = PyArray_NBYTES((PyArrayObject *)obj);
+            return 0;
+        }
+    }
+    return PyObject_GetBuffer(obj, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE);
+}
+
+static void memory_done(Py_buffer *view) {
+    if (view->obj != NULL) PyBuffer_Release(view);
+}
+
 /* call(kind, op, comm, array, datatype, extra, group, seq, spin): one MPI collective on
  * a C-contiguous buffer, blocking: ALLREDUCE in place (extra: the mpi4py Op), BCAST
  * (extra: the root, whose buffer may be read-only), REDUCE (extra: (the mpi4py Op, the
@@ -236,13 +296,12 @@ static PyObject *call_in(int kind, PyObject *op, PyObject *commobj, PyObject *ar
     if (PyErr_Occurred()) return NULL;
     Py_buffer view;
     int read_only = kind == BCAST ? me == root : kind == REDUCE ? me != root : 0;
-    if (PyObject_GetBuffer(array, &view, read_only ? PyBUF_SIMPLE : PyBUF_WRITABLE) < 0)
-        return NULL;
+    if (memory_of(array, !read_only, &view) < 0) return NULL;
     int size = 0;
     MPI_Type_size(*dt, &size);
     long long count = size > 0 ? (long long)(view.len / size) : 0;
     if (count > INT_MAX) {
-        PyBuffer_Release(&view);
+        memory_done(&view);
         PyErr_SetString(PyExc_OverflowError, "call: more than 2**31-1 elements");
         return NULL;
     }
@@ -256,7 +315,7 @@ static PyObject *call_in(int kind, PyObject *op, PyObject *commobj, PyObject *ar
         ? MPI_Ireduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, root, *comm, &req)
         : MPI_Ireduce(view.buf, NULL, (int)count, *dt, *mop, root, *comm, &req);
     if (err == MPI_SUCCESS) err = wait_for(&req, r, spin, op, group, seqobj, array);
-    PyBuffer_Release(&view);
+    memory_done(&view);
     if (err != MPI_SUCCESS) {
         if (r != NULL) {
             r->done = now_ns();
@@ -621,9 +680,9 @@ static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL,
 static PyObject *where(PyObject *obj) {
     if (PyLong_CheckExact(obj)) return Py_NewRef(obj);
     Py_buffer view;
-    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (memory_of(obj, 0, &view) < 0) return NULL;
     PyObject *at = PyLong_FromVoidPtr(view.buf);
-    PyBuffer_Release(&view);
+    memory_done(&view);
     return at;
 }
 
@@ -644,10 +703,10 @@ static PyObject *run_plan(PyObject *op, PyObject *group, PyObject *seq, PyObject
     PyObject *key;
     if (secondobj == Py_None) { /* (first: an array, its length in bytes in the key) */
         Py_buffer view;
-        if (PyObject_GetBuffer(firstobj, &view, PyBUF_SIMPLE) < 0) return NULL;
+        if (memory_of(firstobj, 0, &view) < 0) return NULL;
         key = Py_BuildValue("(NNn)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(view.buf),
                             view.len);
-        PyBuffer_Release(&view);
+        memory_done(&view);
     } else {
         PyObject *a = where(firstobj), *b = a == NULL ? NULL : where(secondobj);
         key = b == NULL ? NULL : Py_BuildValue("(NOO)", PyLong_FromVoidPtr(hit), a, b);
