@@ -55,7 +55,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 8
+#define CORE_API 9
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -346,16 +346,16 @@ static int own_copy(PyObject *copy) {
     if (copy == Py_None) return 0;
     PyObject *dst = PyTuple_GET_ITEM(copy, 0), *src = PyTuple_GET_ITEM(copy, 1);
     Py_buffer d, s;
-    if (PyObject_GetBuffer(dst, &d, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) == 0) {
-        if (PyObject_GetBuffer(src, &s, PyBUF_C_CONTIGUOUS) == 0) {
+    if (memory_of(dst, 1, &d) == 0) {
+        if (memory_of(src, 0, &s) == 0) {
             int same = d.len == s.len;
             if (same) memmove(d.buf, s.buf, (size_t)s.len);
-            PyBuffer_Release(&s);
-            PyBuffer_Release(&d);
+            memory_done(&s);
+            memory_done(&d);
             if (same) return 0;
         } else {
             PyErr_Clear();
-            PyBuffer_Release(&d);
+            memory_done(&d);
         }
     } else {
         PyErr_Clear();
@@ -378,14 +378,14 @@ static int reduce_in_rank_order(PyObject *fold, MPI_Datatype dt) {
     if (op == NULL || PyErr_Occurred()) return -1;
     int combine = PyTuple_GET_SIZE(fold) == 5;
     Py_buffer b, s, o;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(fold, 2), &b, PyBUF_WRITABLE) < 0) return -1;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(fold, 3), &s, PyBUF_WRITABLE) < 0) {
-        PyBuffer_Release(&b);
+    if (memory_of(PyTuple_GET_ITEM(fold, 2), 1, &b) < 0) return -1;
+    if (memory_of(PyTuple_GET_ITEM(fold, 3), 1, &s) < 0) {
+        memory_done(&b);
         return -1;
     }
-    if (combine && PyObject_GetBuffer(PyTuple_GET_ITEM(fold, 4), &o, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&s);
-        PyBuffer_Release(&b);
+    if (combine && memory_of(PyTuple_GET_ITEM(fold, 4), 0, &o) < 0) {
+        memory_done(&s);
+        memory_done(&b);
         return -1;
     }
     int size = 0, err = MPI_SUCCESS;
@@ -402,7 +402,7 @@ static int reduce_in_rank_order(PyObject *fold, MPI_Datatype dt) {
                 if (j != me)
                     err = MPI_Reduce_local((char *)s.buf + j * b.len, b.buf, count, dt, *op);
         }
-        PyBuffer_Release(&o);
+        memory_done(&o);
     } else {
         char *acc = me == 0 ? (char *)b.buf : (char *)s.buf;
         for (Py_ssize_t j = 1; j < n && err == MPI_SUCCESS; j++) {
@@ -411,8 +411,8 @@ static int reduce_in_rank_order(PyObject *fold, MPI_Datatype dt) {
         }
         if (err == MPI_SUCCESS && me != 0) memcpy(b.buf, s.buf, (size_t)b.len);
     }
-    PyBuffer_Release(&s);
-    PyBuffer_Release(&b);
+    memory_done(&s);
+    memory_done(&b);
     return err;
 }
 
@@ -671,6 +671,270 @@ static PyTypeObject PlanType = {
     .tp_new = plan_new,
 };
 
+/* PlanCache: what a group keeps of its repeated calls (ProcessGroup.kept, where the core
+ * is in use): a mapping of keys to entries (the core's Plans, the Python path's tuples),
+ * in the order they were put in, as a dict is. It is small (a group keeps at most
+ * mpicoll._collectives._direct.KEPT entries; the Python side frees the oldest beyond), so
+ * its entries lie in an array: a key of three ints (plan_key's: the quick entry's id and
+ * where the memory lies) is found by comparing three C integers, without a tuple made,
+ * hashed and compared as a dict's lookup needs. Other keys are compared as objects. */
+typedef struct {
+    PyObject *key, *entry;
+    long long k[3]; /* the key's three ints, where it is such a tuple (plain) */
+    int plain;
+} Slot;
+
+typedef struct {
+    PyObject_HEAD
+    Slot *slots;
+    Py_ssize_t n, cap;
+} PlanCache;
+
+static PyTypeObject PlanCacheType;
+
+/* Whether `key` is a tuple of three ints that fit a long long (k filled), else 0. */
+static int key_ints(PyObject *key, long long k[3]) {
+    if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != 3) return 0;
+    for (int i = 0; i < 3; i++) {
+        PyObject *x = PyTuple_GET_ITEM(key, i);
+        if (!PyLong_CheckExact(x)) return 0;
+        int over = 0;
+        k[i] = PyLong_AsLongLongAndOverflow(x, &over);
+        if (over || (k[i] == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static Py_ssize_t cache_find_ints(PlanCache *c, const long long k[3]) {
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        Slot *s = &c->slots[i];
+        if (s->plain && s->k[0] == k[0] && s->k[1] == k[1] && s->k[2] == k[2]) return i;
+    }
+    return -1;
+}
+
+/* The slot of `key`, -1 where there is none, -2 with an error set. */
+static Py_ssize_t cache_find(PlanCache *c, PyObject *key) {
+    long long k[3];
+    if (key_ints(key, k)) return cache_find_ints(c, k);
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        if (c->slots[i].plain) continue;
+        int eq = PyObject_RichCompareBool(c->slots[i].key, key, Py_EQ);
+        if (eq < 0) return -2;
+        if (eq) return i;
+    }
+    return -1;
+}
+
+/* Slot i taken out: its key and entry handed to the caller (new references). */
+static void cache_take(PlanCache *c, Py_ssize_t i, PyObject **key, PyObject **entry) {
+    *key = c->slots[i].key;
+    *entry = c->slots[i].entry;
+    memmove(&c->slots[i], &c->slots[i + 1], (size_t)(c->n - i - 1) * sizeof(Slot));
+    c->n--;
+}
+
+/* `entry` put in under `key`, as the newest (references taken: new ones). */
+static int cache_append(PlanCache *c, PyObject *key, PyObject *entry) {
+    if (c->n == c->cap) {
+        Py_ssize_t cap = c->cap ? 2 * c->cap : 8;
+        Slot *more = PyMem_Realloc(c->slots, (size_t)cap * sizeof(Slot));
+        if (more == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->slots = more;
+        c->cap = cap;
+    }
+    Slot *s = &c->slots[c->n++];
+    s->plain = key_ints(key, s->k);
+    s->key = Py_NewRef(key);
+    s->entry = Py_NewRef(entry);
+    return 0;
+}
+
+static int cache_set(PlanCache *c, PyObject *key, PyObject *entry) {
+    Py_ssize_t i = cache_find(c, key);
+    if (i == -2) return -1;
+    if (i < 0) return cache_append(c, key, entry);
+    Py_SETREF(c->slots[i].entry, Py_NewRef(entry)); /* (in its place, as a dict does) */
+    return 0;
+}
+
+static void cache_clear_all(PlanCache *c) {
+    while (c->n > 0) {
+        PyObject *key, *entry;
+        cache_take(c, c->n - 1, &key, &entry);
+        Py_DECREF(key);
+        Py_DECREF(entry);
+    }
+}
+
+static PyObject *cache_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    if ((a != NULL && PyTuple_GET_SIZE(a) > 0) || (kw != NULL && PyDict_GET_SIZE(kw) > 0)) {
+        PyErr_SetString(PyExc_TypeError, "PlanCache() takes no arguments");
+        return NULL;
+    }
+    PlanCache *c = (PlanCache *)type->tp_alloc(type, 0);
+    if (c != NULL) c->slots = NULL, c->n = c->cap = 0;
+    return (PyObject *)c;
+}
+
+static int cache_traverse(PlanCache *c, visitproc visit, void *arg) {
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        Py_VISIT(c->slots[i].key);
+        Py_VISIT(c->slots[i].entry);
+    }
+    return 0;
+}
+
+static int cache_tp_clear(PlanCache *c) {
+    cache_clear_all(c);
+    return 0;
+}
+
+static void cache_dealloc(PlanCache *c) {
+    PyObject_GC_UnTrack(c);
+    cache_clear_all(c);
+    PyMem_Free(c->slots);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static Py_ssize_t cache_len(PlanCache *c) { return c->n; }
+
+static PyObject *cache_getitem(PlanCache *c, PyObject *key) {
+    Py_ssize_t i = cache_find(c, key);
+    if (i == -2) return NULL;
+    if (i < 0) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return NULL;
+    }
+    return Py_NewRef(c->slots[i].entry);
+}
+
+static int cache_setitem(PlanCache *c, PyObject *key, PyObject *entry) {
+    if (entry != NULL) return cache_set(c, key, entry);
+    Py_ssize_t i = cache_find(c, key);
+    if (i == -2) return -1;
+    if (i < 0) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return -1;
+    }
+    PyObject *k, *e;
+    cache_take(c, i, &k, &e);
+    Py_DECREF(k);
+    Py_DECREF(e);
+    return 0;
+}
+
+static int cache_contains(PlanCache *c, PyObject *key) {
+    Py_ssize_t i = cache_find(c, key);
+    return i == -2 ? -1 : i >= 0;
+}
+
+/* get(key, default=None) */
+static PyObject *cache_get(PlanCache *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "get(key, default=None)");
+        return NULL;
+    }
+    Py_ssize_t i = cache_find(c, args[0]);
+    if (i == -2) return NULL;
+    return Py_NewRef(i >= 0 ? c->slots[i].entry : nargs == 2 ? args[1] : Py_None);
+}
+
+/* pop(key[, default]) */
+static PyObject *cache_pop(PlanCache *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "pop(key[, default])");
+        return NULL;
+    }
+    Py_ssize_t i = cache_find(c, args[0]);
+    if (i == -2) return NULL;
+    if (i < 0) {
+        if (nargs == 2) return Py_NewRef(args[1]);
+        PyErr_SetObject(PyExc_KeyError, args[0]);
+        return NULL;
+    }
+    PyObject *k, *e;
+    cache_take(c, i, &k, &e);
+    Py_DECREF(k);
+    return e;
+}
+
+/* The keys (0), entries (1) or (key, entry) pairs (2), oldest first, as a list. */
+static PyObject *cache_list(PlanCache *c, int what) {
+    PyObject *out = PyList_New(c->n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        Slot *s = &c->slots[i];
+        PyObject *x = what == 0 ? Py_NewRef(s->key) : what == 1 ? Py_NewRef(s->entry)
+                                                                : PyTuple_Pack(2, s->key, s->entry);
+        if (x == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, x);
+    }
+    return out;
+}
+
+static PyObject *cache_keys(PlanCache *c, PyObject *unused) { return cache_list(c, 0); }
+static PyObject *cache_values(PlanCache *c, PyObject *unused) { return cache_list(c, 1); }
+static PyObject *cache_items(PlanCache *c, PyObject *unused) { return cache_list(c, 2); }
+
+static PyObject *cache_clear_method(PlanCache *c, PyObject *unused) {
+    cache_clear_all(c);
+    Py_RETURN_NONE;
+}
+
+static PyObject *cache_iter(PlanCache *c) {
+    PyObject *keys = cache_list(c, 0);
+    if (keys == NULL) return NULL;
+    PyObject *it = PyObject_GetIter(keys);
+    Py_DECREF(keys);
+    return it;
+}
+
+static PyMethodDef cache_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))cache_get, METH_FASTCALL, "get(key, default=None)"},
+    {"pop", (PyCFunction)(void (*)(void))cache_pop, METH_FASTCALL, "pop(key[, default])"},
+    {"keys", (PyCFunction)cache_keys, METH_NOARGS, "the keys, oldest first (a list)"},
+    {"values", (PyCFunction)cache_values, METH_NOARGS, "the entries, oldest first (a list)"},
+    {"items", (PyCFunction)cache_items, METH_NOARGS, "(key, entry) pairs, oldest first"},
+    {"clear", (PyCFunction)cache_clear_method, METH_NOARGS, "remove every entry"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMappingMethods cache_mapping = {
+    .mp_length = (lenfunc)cache_len,
+    .mp_subscript = (binaryfunc)cache_getitem,
+    .mp_ass_subscript = (objobjargproc)cache_setitem,
+};
+
+static PySequenceMethods cache_sequence = {.sq_contains = (objobjproc)cache_contains};
+
+static PyTypeObject PlanCacheType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mpicoll._core.PlanCache",
+    .tp_basicsize = sizeof(PlanCache),
+    .tp_dealloc = (destructor)cache_dealloc,
+    .tp_as_mapping = &cache_mapping,
+    .tp_as_sequence = &cache_sequence,
+    .tp_iter = (getiterfunc)cache_iter,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "What a group keeps of its repeated calls: a small mapping, in the order its "
+              "entries were put in, whose keys of three ints the core finds without "
+              "hashing",
+    .tp_traverse = (traverseproc)cache_traverse,
+    .tp_clear = (inquiry)cache_tp_clear,
+    .tp_methods = cache_methods,
+    .tp_new = cache_new,
+};
+
 static PyObject *str_missed = NULL, *str_seq = NULL, *str_size = NULL, *str_kept = NULL;
 static PyObject *str_direct = NULL, *str_reduced = NULL, *str_comm = NULL, *str_rank = NULL;
 static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL, ... */
@@ -693,9 +957,72 @@ static PyObject *where(PyObject *obj) {
  * newest. Returns False where there is none (the caller makes one), None when done, or
  * the record's id where a tag or length differs (the caller compares: Direct.check);
  * raises an MPI error as MPI gave it (the plan put back, for the caller to settle). */
+/* Where `obj` lies, as run_plan's key part: an int is an address already, else its
+ * buffer's address. */
+static int address(PyObject *obj, long long *at) {
+    if (PyLong_CheckExact(obj)) {
+        *at = PyLong_AsLongLong(obj);
+        return *at == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    Py_buffer view;
+    if (memory_of(obj, 0, &view) < 0) return -1;
+    *at = (long long)(intptr_t)view.buf;
+    memory_done(&view);
+    return 0;
+}
+
+/* run_plan where the group keeps a PlanCache: the same, its key's three ints compared
+ * in place of a tuple made and hashed. */
+static PyObject *run_cached(PyObject *op, PyObject *group, PyObject *seq, PlanCache *c,
+                            PyObject *hit, PyObject *firstobj, PyObject *secondobj,
+                            long spin, PyObject *keep) {
+    long long k[3] = {(long long)(intptr_t)hit, 0, 0};
+    if (secondobj == Py_None) { /* (first: an array, its length in bytes in the key) */
+        Py_buffer view;
+        if (memory_of(firstobj, 0, &view) < 0) return NULL;
+        k[1] = (long long)(intptr_t)view.buf;
+        k[2] = (long long)view.len;
+        memory_done(&view);
+    } else if (address(firstobj, &k[1]) < 0 || address(secondobj, &k[2]) < 0) {
+        return NULL;
+    }
+    Py_ssize_t i = cache_find_ints(c, k);
+    if (i < 0 || Py_TYPE(c->slots[i].entry) != &PlanType ||
+        ((Plan *)c->slots[i].entry)->hit != hit)
+        Py_RETURN_FALSE;
+    PyObject *key, *entry, *result = NULL;
+    cache_take(c, i, &key, &entry); /* (taken out while in use) */
+    Plan *p = (Plan *)entry;
+    PyObject *missed = PyObject_GetAttr(group, str_missed);
+    if (missed == NULL) goto back;
+    long some = PyLong_AsLong(missed);
+    Py_DECREF(missed);
+    if (some == -1 && PyErr_Occurred()) goto back;
+    if (some > 0) { /* a call that found its messages: one miss less (_direct.take) */
+        PyObject *less = PyLong_FromLong(some - 1);
+        int bad = less == NULL || PyObject_SetAttr(group, str_missed, less) < 0;
+        Py_XDECREF(less);
+        if (bad) goto back;
+    }
+    result = messages(op, group, seq, p->reqs, p->statuses, p->tags, p->lengths, p->dt,
+                      p->copy, p->meta, spin, keep, p->fold);
+back: { /* put back as the newest, unless another thread's took its place meanwhile */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (cache_find_ints(c, k) < 0 && cache_append(c, key, entry) < 0) PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
+    Py_DECREF(key);
+    Py_DECREF(entry);
+    return result;
+}
+
 static PyObject *run_plan(PyObject *op, PyObject *group, PyObject *seq, PyObject *kept,
                           PyObject *hit, PyObject *firstobj, PyObject *secondobj,
                           long spin, PyObject *keep) {
+    if (Py_TYPE(kept) == &PlanCacheType)
+        return run_cached(op, group, seq, (PlanCache *)kept, hit, firstobj, secondobj, spin,
+                          keep);
     if (!PyDict_Check(kept)) {
         PyErr_SetString(PyExc_TypeError, "run: kept is a dict");
         return NULL;
@@ -1573,7 +1900,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     if (import_mpi4py() < 0) return NULL;
     import_array1(NULL);
-    if (PyType_Ready(&PlanType) < 0) return NULL;
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&PlanCacheType) < 0) return NULL;
     PyObject **names[] = {&str_missed, &str_seq, &str_size, &str_kept, &str_direct,
                           &str_reduced, &str_comm, &str_rank, &str_methods[ALLGATHER],
                           &str_methods[ALLTOALL], &str_methods[REDUCE_SCATTER_BLOCK]};
@@ -1583,7 +1910,8 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
         if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0) {
+    if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
+        PyModule_AddObjectRef(m, "PlanCache", (PyObject *)&PlanCacheType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from . import _core_loader
 from ._env import as_seconds
 from ._start import mpi
 from .errors import ArgumentTypeError as _Type
@@ -65,7 +66,10 @@ class ProcessGroup:
         # enough for them: made here, where every member makes the group, so that no
         # call has to wait for it (an async first call would)
         self.direct: Any = comm.Dup() if 1 < self._size <= direct_ranks() else None
-        self.kept: dict[tuple, Any] = {}  # its exchanges' persistent messages (_direct)
+        # its repeated calls' persistent messages (_direct), in the compiled core's
+        # PlanCache where it is in use (the core finds its Plans there without a hash)
+        core = _core_loader.load()
+        self.kept: Any = core.PlanCache() if core is not None else {}
         self.missed = 0  # of them: calls that found none, less those that found theirs
         # the same on every member: groups are made in the same order everywhere
         twins = sum(1 for g in _EVERY if g.name == name and g.ranks == ranks)

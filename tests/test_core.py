@@ -561,3 +561,51 @@ def test_the_core_s_list_lookup_is_the_python_one(case, monkeypatch):
         assert theirs is False and mine is not False and mine[0] is hit
     else:
         assert theirs is False and mine is False
+
+
+def test_the_plan_cache_behaves_as_a_dict_in_order():
+    # ProcessGroup.kept, where the core is in use: random puts, gets, pops and deletes,
+    # of plan_key's keys (three ints) and others, against a dict doing the same
+    import random
+
+    core = _loaded()
+    if core is None:
+        pytest.skip("the Python path: a group keeps a dict")
+    rng = random.Random(5)
+    keys = [(1, 2, 3), (1, 2, 4), (2**62, -5, 0), (7, "apart", 1, 2), ("x",), (1, 2),
+            (1, 2, 3.5), (2**70, 1, 1)]
+    mine, model = core.PlanCache(), {}
+    for step in range(3000):
+        key, value = rng.choice(keys), step
+        what = rng.randrange(6)
+        if what == 0:
+            mine[key] = model[key] = value
+        elif what == 1:
+            assert mine.get(key) == model.get(key)
+            assert mine.get(key, "none") == model.get(key, "none")
+        elif what == 2:
+            assert mine.pop(key, None) == model.pop(key, None)
+        elif what == 3:
+            if key in model:
+                del mine[key]
+                del model[key]
+            else:
+                with pytest.raises(KeyError):
+                    del mine[key]
+        elif what == 4:
+            assert (key in mine) == (key in model)
+            if key in model:
+                assert mine[key] == model[key]
+            else:
+                with pytest.raises(KeyError):
+                    mine[key]
+        else:
+            if model:  # (put_back's eviction: the oldest first)
+                oldest = next(iter(model))
+                assert next(iter(mine)) == oldest
+                assert mine.pop(oldest) == model.pop(oldest)
+        assert len(mine) == len(model)
+        assert list(mine) == list(model) and mine.values() == list(model.values())
+        assert mine.items() == list(model.items())
+    mine.clear()
+    assert len(mine) == 0 and list(mine) == []
