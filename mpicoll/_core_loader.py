@@ -59,10 +59,11 @@ def load() -> Any:
     _recorder.rings.append(core.records)
     module = core
     why = (f"in use ({family} family, built against MPI {core.MPI_VERSION}."
-           f"{core.MPI_SUBVERSION}): repeated blocking calls are issued, waited on and "
-           "recorded in C (all_reduce, broadcast, reduce, all_to_all_single, "
-           "all_gather_into_tensor, reduce_scatter_tensor; on groups of 2 to 8 ranks "
-           "the kept messages of every collective)")
+           f"{core.MPI_SUBVERSION}): repeated blocking calls are looked up, issued, "
+           "waited on and recorded in C (all_reduce, broadcast, reduce, gather, scatter, "
+           "all_to_all_single, all_gather_into_tensor, reduce_scatter_tensor, and lists "
+           "of chunks; on groups of 2 to 8 ranks the kept messages of every collective, "
+           "in a plan cache of 16 per group)")
     return core
 
 

@@ -17,7 +17,15 @@ import sys
 import threading
 from typing import Any
 
-from . import _departures, _excepthook, _polling, _record_dump, _signals
+from . import (
+    _core_loader,
+    _departures,
+    _excepthook,
+    _polling,
+    _process_group,
+    _record_dump,
+    _signals,
+)
 from ._monitor import monitor
 from ._process_group import at_birth
 from ._progress import drain
@@ -98,6 +106,9 @@ def _born(world: Any) -> None:
     """The first world group is being made (collective over COMM_WORLD)."""
     _departures.setup(world)
     _polling.tune(world)
+    core = _core_loader.load()  # (decided once: every group keeps its plans in its cache)
+    if core is not None:
+        _process_group.new_kept = core.PlanCache
 
 
 on_start(_started)

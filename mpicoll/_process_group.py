@@ -12,7 +12,6 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from . import _core_loader
 from ._env import as_seconds
 from ._start import mpi
 from .errors import ArgumentTypeError as _Type
@@ -66,10 +65,7 @@ class ProcessGroup:
         # enough for them: made here, where every member makes the group, so that no
         # call has to wait for it (an async first call would)
         self.direct: Any = comm.Dup() if 1 < self._size <= direct_ranks() else None
-        # its repeated calls' persistent messages (_direct), in the compiled core's
-        # PlanCache where it is in use (the core finds its Plans there without a hash)
-        core = _core_loader.load()
-        self.kept: Any = core.PlanCache() if core is not None else {}
+        self.kept: Any = new_kept()  # its repeated calls' persistent messages (_direct)
         self.missed = 0  # of them: calls that found none, less those that found theirs
         # the same on every member: groups are made in the same order everywhere
         twins = sum(1 for g in _EVERY if g.name == name and g.ranks == ranks)
@@ -148,6 +144,11 @@ class _State:
     wrapped: dict[int, tuple[Any, ProcessGroup]] = {}  # noqa: RUF012
     created = 0
 
+
+# what a group keeps its repeated calls' messages in: a dict, or where the compiled core
+# is in use its PlanCache (set at birth by the lifecycle), where the core finds its Plans
+# without a hash
+new_kept: Callable[[], Any] = dict
 
 # run, in this order, when WORLD is first made: collective over COMM_WORLD
 _BIRTH: list[Callable[[Any], None]] = []
