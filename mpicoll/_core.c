@@ -23,6 +23,7 @@
 #include <frameobject.h>
 #include <structmember.h>
 #include <mpi.h>
+#include <stdarg.h>
 #include <time.h>
 
 /* Python 3.11's frames, read where they lie: the recorder's call site without making a
@@ -92,6 +93,25 @@ static PyObject *on_block = NULL;  /* (name, group, seq, args) -> token: watched
 static PyObject *on_unblock = NULL;/* (token) -> None: watched.end */
 static PyObject *mpi_exception = NULL; /* mpi4py.MPI.Exception */
 static PyObject *states[2] = {NULL, NULL}; /* "issued", "failed" */
+
+/* A tuple of n new references, stolen (Py_BuildValue's "N", without its format read
+ * on every call); NULL, each of them released, where one is NULL or the tuple cannot be
+ * made. */
+static PyObject *tuple_of(Py_ssize_t n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    PyObject *t = PyTuple_New(n);
+    int bad = t == NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = va_arg(ap, PyObject *);
+        if (x == NULL) bad = 1;
+        else if (t != NULL) PyTuple_SET_ITEM(t, i, x);
+        else Py_DECREF(x);
+    }
+    va_end(ap);
+    if (bad) Py_CLEAR(t); /* (its empty slots are NULL: released as none) */
+    return t;
+}
 
 static long long now_ns(void) {
     struct timespec ts;
@@ -871,8 +891,9 @@ static PyObject *cache_list(PlanCache *c, int what) {
     if (out == NULL) return NULL;
     for (Py_ssize_t i = 0; i < c->n; i++) {
         Slot *s = &c->slots[i];
-        PyObject *x = what == 0 ? Py_NewRef(s->key) : what == 1 ? Py_NewRef(s->entry)
-                                                                : PyTuple_Pack(2, s->key, s->entry);
+        PyObject *x = what == 0   ? Py_NewRef(s->key)
+                      : what == 1 ? Py_NewRef(s->entry)
+                                  : PyTuple_Pack(2, s->key, s->entry);
         if (x == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -1225,8 +1246,8 @@ static PyObject *exchange_in(int kind, PyObject *op, PyObject *group, PyObject *
     if (seq == NULL) goto out;
     Record *rec = NULL;
     if (capacity > 0) { /* (what the Python path's record keeps: counts, datatype, op) */
-        PyObject *meta = Py_BuildValue("((OO)(OO)N)", sc, dtobj, rc, dtobj,
-                                       after == Py_None ? PyTuple_New(0) : Py_NewRef(after));
+        PyObject *meta = tuple_of(3, PyTuple_Pack(2, sc, dtobj), PyTuple_Pack(2, rc, dtobj),
+                                  after == Py_None ? PyTuple_New(0) : Py_NewRef(after));
         if (meta == NULL) goto out;
         rec = record(op, group, PyLong_AsLongLong(seq), rcount, dtobj, NULL, meta);
         Py_DECREF(meta);
@@ -1292,8 +1313,9 @@ static PyObject *exchange(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     PyObject *size = PyObject_GetAttr(group, str_size);
     if (size == NULL) goto out;
-    PyObject *key = Py_BuildValue("(ONONNO)", (PyObject *)PyArray_DESCR(sa), shape_of(sa),
-                                  (PyObject *)PyArray_DESCR(ra), shape_of(ra), size, extra);
+    PyObject *key = tuple_of(6, Py_NewRef((PyObject *)PyArray_DESCR(sa)), shape_of(sa),
+                             Py_NewRef((PyObject *)PyArray_DESCR(ra)), shape_of(ra), size,
+                             Py_NewRef(extra));
     if (key == NULL) goto out;
     PyObject *hit = PyDict_GetItemWithError(table, key); /* borrowed */
     Py_DECREF(key);
@@ -1576,9 +1598,10 @@ static PyObject *layout_of(PyObject *xs, int writable, PyObject *quickers, long 
         for (Py_ssize_t i = 1; i < k; i++)
             if (pieces[i - 1].hi > pieces[i].lo) goto none;
     }
-    result = Py_BuildValue("(OOLLOOOO)", writable ? Py_False : Py_True, (PyObject *)dtype,
-                           start, end, counts, addrs, arrays,
-                           adjacent ? Py_True : Py_False);
+    result = tuple_of(8, Py_NewRef(writable ? Py_False : Py_True),
+                      Py_NewRef((PyObject *)dtype), PyLong_FromLongLong(start),
+                      PyLong_FromLongLong(end), Py_NewRef(counts), Py_NewRef(addrs),
+                      Py_NewRef(arrays), Py_NewRef(adjacent ? Py_True : Py_False));
     goto out;
 none:
     result = Py_NewRef(Py_None);
