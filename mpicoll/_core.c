@@ -960,26 +960,8 @@ static PyObject *str_missed = NULL, *str_seq = NULL, *str_size = NULL, *str_kept
 static PyObject *str_direct = NULL, *str_reduced = NULL, *str_comm = NULL, *str_rank = NULL;
 static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL, ... */
 
-/* Where `obj` lies, as a key part (a new reference): an int is an address already (where
- * a list of tensors end to end starts), else its buffer's address. */
-static PyObject *where(PyObject *obj) {
-    if (PyLong_CheckExact(obj)) return Py_NewRef(obj);
-    Py_buffer view;
-    if (memory_of(obj, 0, &view) < 0) return NULL;
-    PyObject *at = PyLong_FromVoidPtr(view.buf);
-    memory_done(&view);
-    return at;
-}
-
-/* The plan `kept` holds for a call of quick entry `hit` on the arrays `first` and `second`
- * (key: (id(hit), where first lies, where second lies); second None: (id(hit), where
- * first lies, its length in bytes); first or second an int: that address, where a list
- * of tensors end to end starts), run: taken out while it runs, put back as the
- * newest. Returns False where there is none (the caller makes one), None when done, or
- * the record's id where a tag or length differs (the caller compares: Direct.check);
- * raises an MPI error as MPI gave it (the plan put back, for the caller to settle). */
-/* Where `obj` lies, as run_plan's key part: an int is an address already, else its
- * buffer's address. */
+/* Where `obj` lies, as a key part: an int is an address already (where a list of
+ * tensors end to end starts), else its buffer's address. */
 static int address(PyObject *obj, long long *at) {
     if (PyLong_CheckExact(obj)) {
         *at = PyLong_AsLongLong(obj);
@@ -992,11 +974,17 @@ static int address(PyObject *obj, long long *at) {
     return 0;
 }
 
-/* run_plan where the group keeps a PlanCache: the same, its key's three ints compared
- * in place of a tuple made and hashed. */
+/* The plan the group's PlanCache `c` holds for a call of quick entry `hit` on the arrays
+ * `first` and `second` (key: (id(hit), where first lies, where second lies); second None:
+ * (id(hit), where first lies, its length in bytes); first or second an int: that
+ * address, where a list of tensors end to end starts: _direct.plan_key's three ints,
+ * compared as C integers), run: taken out while it runs, put back as the newest. Returns
+ * False where there is none (the caller makes one), None when done, or the record's id
+ * where a tag or length differs (the caller compares: Direct.check); raises an MPI error
+ * as MPI gave it (the plan put back, for the caller to settle). */
 static PyObject *run_cached(PyObject *op, PyObject *group, PyObject *seq, PlanCache *c,
-                            PyObject *hit, PyObject *firstobj, PyObject *secondobj,
-                            long spin, PyObject *keep) {
+                             PyObject *hit, PyObject *firstobj, PyObject *secondobj,
+                             long spin, PyObject *keep) {
     long long k[3] = {(long long)(intptr_t)hit, 0, 0};
     if (secondobj == Py_None) { /* (first: an array, its length in bytes in the key) */
         Py_buffer view;
@@ -1041,61 +1029,12 @@ back: { /* put back as the newest, unless another thread's took its place meanwh
 static PyObject *run_plan(PyObject *op, PyObject *group, PyObject *seq, PyObject *kept,
                           PyObject *hit, PyObject *firstobj, PyObject *secondobj,
                           long spin, PyObject *keep) {
-    if (Py_TYPE(kept) == &PlanCacheType)
-        return run_cached(op, group, seq, (PlanCache *)kept, hit, firstobj, secondobj, spin,
-                          keep);
-    if (!PyDict_Check(kept)) {
-        PyErr_SetString(PyExc_TypeError, "run: kept is a dict");
+    if (Py_TYPE(kept) != &PlanCacheType) {
+        PyErr_SetString(PyExc_TypeError, "run: kept is the group's PlanCache");
         return NULL;
     }
-    PyObject *key;
-    if (secondobj == Py_None) { /* (first: an array, its length in bytes in the key) */
-        Py_buffer view;
-        if (memory_of(firstobj, 0, &view) < 0) return NULL;
-        key = Py_BuildValue("(NNn)", PyLong_FromVoidPtr(hit), PyLong_FromVoidPtr(view.buf),
-                            view.len);
-        memory_done(&view);
-    } else {
-        PyObject *a = where(firstobj), *b = a == NULL ? NULL : where(secondobj);
-        key = b == NULL ? NULL : Py_BuildValue("(NOO)", PyLong_FromVoidPtr(hit), a, b);
-        Py_XDECREF(a);
-        Py_XDECREF(b);
-    }
-    if (key == NULL) return NULL;
-    PyObject *found = PyDict_GetItemWithError(kept, key); /* borrowed */
-    if (found == NULL || Py_TYPE(found) != &PlanType || ((Plan *)found)->hit != hit) {
-        Py_DECREF(key);
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_FALSE;
-    }
-    Plan *p = (Plan *)Py_NewRef(found);
-    PyObject *result = NULL;
-    if (PyDict_DelItem(kept, key) < 0) goto out; /* (taken out while in use) */
-    PyObject *missed = PyObject_GetAttr(group, str_missed);
-    if (missed == NULL) goto back;
-    long some = PyLong_AsLong(missed);
-    Py_DECREF(missed);
-    if (some == -1 && PyErr_Occurred()) goto back;
-    if (some > 0) { /* a call that found its messages: one miss less (_direct.take) */
-        PyObject *less = PyLong_FromLong(some - 1);
-        int bad = less == NULL || PyObject_SetAttr(group, str_missed, less) < 0;
-        Py_XDECREF(less);
-        if (bad) goto back;
-    }
-    result = messages(op, group, seq, p->reqs, p->statuses, p->tags, p->lengths, p->dt,
-                      p->copy, p->meta, spin, keep, p->fold);
-back: { /* put back as the newest, unless another thread's took its place meanwhile */
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
-        int there = PyDict_Contains(kept, key);
-        if (there == 0) PyDict_SetItem(kept, key, (PyObject *)p);
-        PyErr_Clear();
-        PyErr_Restore(et, ev, tb);
-    }
-out:
-    Py_DECREF(key);
-    Py_DECREF(p);
-    return result;
+    return run_cached(op, group, seq, (PlanCache *)kept, hit, firstobj, secondobj, spin,
+                      keep);
 }
 
 /* run(op, group, seq, kept, hit, first, second, spin, keep): run_plan, from Python */
