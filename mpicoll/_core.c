@@ -736,17 +736,34 @@ static Py_ssize_t cache_find_ints(PlanCache *c, const long long k[3]) {
     return -1;
 }
 
-/* The slot of `key`, -1 where there is none, -2 with an error set. */
+/* The slot of `key`, -1 where there is none, -2 with an error set. A key of three ints
+ * is found by comparing them; another by comparing objects, which may run Python code
+ * that changes the cache: the slot's key is held meanwhile, and the search starts over
+ * where the cache changed. */
 static Py_ssize_t cache_find(PlanCache *c, PyObject *key) {
     long long k[3];
     if (key_ints(key, k)) return cache_find_ints(c, k);
+again:
     for (Py_ssize_t i = 0; i < c->n; i++) {
         if (c->slots[i].plain) continue;
-        int eq = PyObject_RichCompareBool(c->slots[i].key, key, Py_EQ);
+        PyObject *theirs = Py_NewRef(c->slots[i].key);
+        Slot *before = c->slots;
+        Py_ssize_t n = c->n;
+        int eq = PyObject_RichCompareBool(theirs, key, Py_EQ);
+        Py_DECREF(theirs);
         if (eq < 0) return -2;
+        if (c->slots != before || c->n != n || c->slots[i].key != theirs) goto again;
         if (eq) return i;
     }
     return -1;
+}
+
+/* KeyError(key), as a dict raises it (a tuple key as one argument). */
+static void key_error(PyObject *key) {
+    PyObject *arg = PyTuple_Pack(1, key);
+    if (arg == NULL) return;
+    PyErr_SetObject(PyExc_KeyError, arg);
+    Py_DECREF(arg);
 }
 
 /* Slot i taken out: its key and entry handed to the caller (new references). */
@@ -829,7 +846,7 @@ static PyObject *cache_getitem(PlanCache *c, PyObject *key) {
     Py_ssize_t i = cache_find(c, key);
     if (i == -2) return NULL;
     if (i < 0) {
-        PyErr_SetObject(PyExc_KeyError, key);
+        key_error(key);
         return NULL;
     }
     return Py_NewRef(c->slots[i].entry);
@@ -840,7 +857,7 @@ static int cache_setitem(PlanCache *c, PyObject *key, PyObject *entry) {
     Py_ssize_t i = cache_find(c, key);
     if (i == -2) return -1;
     if (i < 0) {
-        PyErr_SetObject(PyExc_KeyError, key);
+        key_error(key);
         return -1;
     }
     PyObject *k, *e;
@@ -876,7 +893,7 @@ static PyObject *cache_pop(PlanCache *c, PyObject *const *args, Py_ssize_t nargs
     if (i == -2) return NULL;
     if (i < 0) {
         if (nargs == 2) return Py_NewRef(args[1]);
-        PyErr_SetObject(PyExc_KeyError, args[0]);
+        key_error(args[0]);
         return NULL;
     }
     PyObject *k, *e;
