@@ -56,7 +56,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 9
+#define CORE_API 10
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -1699,6 +1699,104 @@ static PyObject *listed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                      args[7], spin, left);
 }
 
+/* lists(op, group, outputs, inputs, table, quickers, spin, left): all_to_all's quick path
+ * of two lists of one tensor per rank (mpicoll/_collectives/all_to_all.py, _quick_lists,
+ * says when): both as the quick path takes them (layout_of: the outputs written), of one
+ * dtype, and `table` holding the entry `hit` that the general path validated for key
+ * (dtype, the group's size, this rank, the inputs' sizes, None, the outputs' sizes).
+ * Where both lie end to end, apart, the entry is direct messages, the group sends them
+ * and no rank has left, the group's kept Plan of it run here (run_kept_here: key parts
+ * where the inputs and the outputs start). Returns False (the general path takes the
+ * call), True (done), (hit, outputs' layout, inputs' layout) (the caller makes the
+ * call), or (hit, first, second, seq, outcome), as run_kept_here's. */
+static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 8 || !PyDict_Check(args[4]) || !PyDict_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "lists(op, group, outputs, inputs, table, quickers, "
+                                         "spin, left): table and quickers dicts");
+        return NULL;
+    }
+    PyObject *op = args[0], *group = args[1], *outs = args[2], *ins = args[3];
+    PyObject *table = args[4], *quickers = args[5];
+    long spin = PyLong_AsLong(args[6]);
+    int left = PyObject_IsTrue(args[7]);
+    if (PyErr_Occurred() || left < 0) return NULL;
+    if (!(PyList_CheckExact(outs) || PyTuple_CheckExact(outs)) ||
+        !(PyList_CheckExact(ins) || PyTuple_CheckExact(ins)))
+        Py_RETURN_FALSE;
+    PyObject *sizeobj = PyObject_GetAttr(group, str_size), *result = NULL;
+    PyObject *rank = NULL, *outl = NULL, *inl = NULL, *key = NULL, *hit = NULL;
+    if (sizeobj == NULL) return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(sizeobj);
+    if (n == -1 && PyErr_Occurred()) goto out;
+    if (PySequence_Fast_GET_SIZE(outs) != n || PySequence_Fast_GET_SIZE(ins) != n) goto no;
+    if ((outl = layout_of(outs, 1, quickers, INT_MAX)) == NULL) goto out;
+    if (outl == Py_None) goto no;
+    if ((inl = layout_of(ins, 0, quickers, INT_MAX)) == NULL) goto out;
+    if (inl == Py_None) goto no;
+    PyArray_Descr *d = (PyArray_Descr *)PyTuple_GET_ITEM(outl, 1);
+    PyArray_Descr *e = (PyArray_Descr *)PyTuple_GET_ITEM(inl, 1);
+    if (d != e && !PyArray_EquivTypes(d, e)) goto no;
+    if ((rank = PyObject_GetAttr(group, str_rank)) == NULL) goto out;
+    PyObject *scounts = PyTuple_GET_ITEM(inl, 4), *rcounts = PyTuple_GET_ITEM(outl, 4);
+    if ((key = PyTuple_New(4 + 2 * n)) == NULL) goto out;
+    PyTuple_SET_ITEM(key, 0, Py_NewRef((PyObject *)d));
+    PyTuple_SET_ITEM(key, 1, Py_NewRef(sizeobj));
+    PyTuple_SET_ITEM(key, 2, Py_NewRef(rank));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(key, 3 + i, Py_NewRef(PyList_GET_ITEM(scounts, i)));
+        PyTuple_SET_ITEM(key, 4 + n + i, Py_NewRef(PyList_GET_ITEM(rcounts, i)));
+    }
+    PyTuple_SET_ITEM(key, 3 + n, Py_NewRef(Py_None));
+    hit = PyDict_GetItemWithError(table, key); /* borrowed */
+    if (hit == NULL) {
+        if (PyErr_Occurred()) goto out;
+        goto no;
+    }
+    Py_INCREF(hit);
+    int both = PyTuple_GET_ITEM(outl, 7) == Py_True && PyTuple_GET_ITEM(inl, 7) == Py_True;
+    if (both) { /* (each list's tensors cover its span: spans that meet share memory) */
+        long long rlo = PyLong_AsLongLong(PyTuple_GET_ITEM(outl, 2));
+        long long rhi = PyLong_AsLongLong(PyTuple_GET_ITEM(outl, 3));
+        long long slo = PyLong_AsLongLong(PyTuple_GET_ITEM(inl, 2));
+        long long shi = PyLong_AsLongLong(PyTuple_GET_ITEM(inl, 3));
+        if (PyErr_Occurred()) goto out;
+        if (slo < rhi && rlo < shi) goto no;
+    }
+    PyObject *method = PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) > 0
+        ? PyTuple_GET_ITEM(hit, 0) : NULL;
+    int direct = method != NULL && PyUnicode_Check(method) &&
+        (method == str_direct || PyUnicode_Compare(method, str_direct) == 0);
+    if (PyErr_Occurred()) goto out;
+    if (both && direct && !left) {
+        PyObject *comm = PyObject_GetAttr(group, str_direct);
+        if (comm == NULL) goto out;
+        int messages_go = comm != Py_None;
+        Py_DECREF(comm);
+        if (messages_go) {
+            PyObject *keep = PyTuple_Pack(2, outs, ins);
+            if (keep == NULL) goto out;
+            result = run_kept_here(op, group, hit, PyTuple_GET_ITEM(inl, 2),
+                                   PyTuple_GET_ITEM(outl, 2), spin, keep);
+            Py_DECREF(keep);
+            if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
+            Py_CLEAR(result);
+        }
+    }
+    result = PyTuple_Pack(3, hit, outl, inl);
+    goto out;
+no:
+    if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
+out:
+    Py_XDECREF(hit);
+    Py_XDECREF(key);
+    Py_XDECREF(rank);
+    Py_XDECREF(inl);
+    Py_XDECREF(outl);
+    Py_DECREF(sizeobj);
+    return result;
+}
+
 /* rooted(op, group, tensor, tensors, root, gathering, off_root, at_root, quickers, spin,
  * left): the quick path of a blocking gather (`gathering`) or scatter
  * (mpicoll/_collectives/_rooted_quick.py says when). On the root (group rank `root`),
@@ -1863,6 +1961,9 @@ static PyMethodDef methods[] = {
     {"listed", (PyCFunction)(void (*)(void))listed, METH_FASTCALL,
      "listed(op, group, tensor, tensors, how, table, head, quickers, spin, left): the quick "
      "path of a call between a tensor and a list of one tensor per rank"},
+    {"lists", (PyCFunction)(void (*)(void))lists, METH_FASTCALL,
+     "lists(op, group, outputs, inputs, table, quickers, spin, left): all_to_all's quick "
+     "path of two lists"},
     {"rooted", (PyCFunction)(void (*)(void))rooted, METH_FASTCALL,
      "rooted(op, group, tensor, tensors, root, gathering, off_root, at_root, quickers, spin, "
      "left): the quick path of a blocking gather or scatter"},

@@ -185,7 +185,7 @@ def test_all_to_all_list_chunked_views_zero_copy(monkeypatch, xp, rank, size, gr
     monkeypatch.setattr(group, where, recorder)  # this module's group, restored after
     # (no persistent messages kept from an earlier call at the same addresses: they would
     # be restarted, not made)
-    monkeypatch.setattr(group, "kept", {})
+    monkeypatch.setattr(group, "kept", type(group.kept)())  # (a dict, or the core's PlanCache)
     big_in = xp.tensor(np.arange(size * 2) + rank * 100, "int64")
     big_out = xp.full((size * 2,), -1, "int64")
     work = dist.all_to_all(xp.pieces(big_out, [2] * size), xp.pieces(big_in, [2] * size),

@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core_loader, _departed
+from .. import _core_loader, _departed, _polling
 from .._adapter import as_buffer
 from .._adapter.dtypes import mpi_datatype
-from .._adapter.views import PLAIN
+from .._adapter.views import PLAIN, QUICKERS
 from .._process_group import _State, resolve
 from .._work import Work
 from . import _direct, _pack, _validate
-from ._call import exchange_key, issue, quick, quick_exchange, quick_then_copy
+from ._call import exchange_key, issue, quick, quick_allowed, quick_exchange, quick_then_copy
 from ._large import INT_MAX
 from ._layout import area, displs, layout, lists_apart
 from ._own_block import alltoallv_args, own_block_copy, own_blocks, own_copy, then
@@ -183,48 +183,58 @@ def _quick_lists(name: str, pg: Any, output_tensor_list: Any,
     """all_to_all's quick path: lists of sizes an earlier call of the general path
     validated, where they lie (adjacent views as one buffer, separate tensors by their
     displacements). True when done; False: the general path's."""
-    n = pg._size
-    outl = layout(output_tensor_list, n, True)
-    inl = layout(input_tensor_list, n, False) if outl is not None else None
-    if inl is not None and outl[1] == inl[1]:
-        _, dtype, rlo, rhi, rcounts, _, routs, radj = outl
-        _, _, slo, shi, scounts, _, sins, sadj = inl
-        hit = _QUICK_LISTS.get((dtype, n, pg._rank, *scounts, None, *rcounts))
-        if hit is not None and (shi <= rlo or rhi <= slo or lists_apart(outl, inl)):
-            method, sc, rc, dt, own, sizes = hit
-            if method == "direct":  # (sc: the displacements of adjacent lists)
-                me, d, both = pg._rank, sizes, sadj and radj
-                core = _core_loader.module
-                if both and core is not None and not _departed.left and \
-                        _direct.run_kept(core, name, pg, hit, slo, rlo,
-                                         (output_tensor_list, input_tensor_list)):
-                    return True  # (its kept Plan, run in C)
-                # (the messages kept by where the lists lie, made with their
-                # arguments where the group keeps none there; the lists kept alive
-                # by the Work an interrupt leaves)
-                _direct.started(
-                    name, pg, d, partial(_over_lists, d, inl, outl, sc if both else None, dt),
-                    _own_tensors(routs[me], sins[me]) if d.counts[0][me] else None,
-                    keep=(tuple(output_tensor_list), tuple(input_tensor_list)), hit=hit,
-                    key=(id(hit), slo, rlo) if both else (id(hit), *inl[5], *outl[5]),
-                    planned=both, depth=5)
-                return True
-            sbuf, rbuf = area(inl), area(outl)
-            if sadj and radj:
-                args = ([sbuf, sc, dt], [rbuf, rc, dt])
-                copy = None if own is None else own_blocks(
-                    np.frombuffer(sbuf, dtype), np.frombuffer(rbuf, dtype), own)
-            else:  # (sc, rc: the counts, this rank's own zeroed where copied locally)
-                args = ([sbuf, (sc[0], displs(inl)), dt], [rbuf, (rc[0], displs(outl)), dt])
-                me = pg._rank
-                copy = None if own is None else (routs[me].reshape(-1),
-                                                 sins[me].reshape(-1))
-            if copy is None:
-                quick(name, pg, "Ialltoallv", args, sizes, 4)
-            else:
-                quick_then_copy(name, pg, "Ialltoallv", args, copy, sizes, 4)
+    core = _core_loader.module
+    if core is not None:  # (the lookup, and a kept Plan's run, in C: core.lists)
+        if not quick_allowed():
+            return False
+        found = core.lists(name, pg, output_tensor_list, input_tensor_list, _QUICK_LISTS,
+                           QUICKERS, len(_polling.spin), _departed.left)
+        if found is True or found is False:
+            return found
+        if len(found) == 5:  # (the Plan's run did not finish)
+            _direct.settled(core, name, pg, *found, (output_tensor_list, input_tensor_list))
             return True
-    return False
+        hit, outl, inl = found
+    else:
+        n = pg._size
+        outl = layout(output_tensor_list, n, True)
+        inl = layout(input_tensor_list, n, False) if outl is not None else None
+        if inl is None or outl[1] != inl[1]:
+            return False
+        hit = _QUICK_LISTS.get((outl[1], n, pg._rank, *inl[4], None, *outl[4]))
+        if hit is None:
+            return False
+    _, dtype, rlo, rhi, _, _, routs, radj = outl
+    _, _, slo, shi, _, _, sins, sadj = inl
+    if not (shi <= rlo or rhi <= slo or lists_apart(outl, inl)):
+        return False
+    method, sc, rc, dt, own, sizes = hit
+    if method == "direct":  # (sc: the displacements of adjacent lists)
+        # (no Plan kept, or one the core did not run: the messages kept by where the
+        # lists lie, made with their arguments where the group keeps none there; the
+        # lists kept alive by the Work an interrupt leaves)
+        me, d, both = pg._rank, sizes, sadj and radj
+        _direct.started(
+            name, pg, d, partial(_over_lists, d, inl, outl, sc if both else None, dt),
+            _own_tensors(routs[me], sins[me]) if d.counts[0][me] else None,
+            keep=(tuple(output_tensor_list), tuple(input_tensor_list)), hit=hit,
+            key=(id(hit), slo, rlo) if both else (id(hit), *inl[5], *outl[5]),
+            planned=both, depth=5)
+        return True
+    sbuf, rbuf = area(inl), area(outl)
+    if sadj and radj:
+        args = ([sbuf, sc, dt], [rbuf, rc, dt])
+        copy = None if own is None else own_blocks(
+            np.frombuffer(sbuf, dtype), np.frombuffer(rbuf, dtype), own)
+    else:  # (sc, rc: the counts, this rank's own zeroed where copied locally)
+        args = ([sbuf, (sc[0], displs(inl)), dt], [rbuf, (rc[0], displs(outl)), dt])
+        me = pg._rank
+        copy = None if own is None else (routs[me].reshape(-1), sins[me].reshape(-1))
+    if copy is None:
+        quick(name, pg, "Ialltoallv", args, sizes, 4)
+    else:
+        quick_then_copy(name, pg, "Ialltoallv", args, copy, sizes, 4)
+    return True
 
 
 def _all_to_all(name: str, pg: Any, output_tensor_list: Any, input_tensor_list: Any,
