@@ -1583,6 +1583,21 @@ static PyObject *layout(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return layout_of(args[0], writable, args[2], most);
 }
 
+/* The group's kept Plan of quick entry `hit` on `first` and `second`, run here
+ * (run_kept_here) where the group sends messages (its `direct` communicator) and no rank
+ * has left (`left`): run_kept_here's result, or False where the call is not messages or
+ * no Plan is kept (the caller makes the call). listed_in's, lists', rooted's. */
+static PyObject *kept_messages(PyObject *op, PyObject *group, PyObject *hit, PyObject *first,
+                               PyObject *second, long spin, PyObject *keep, int left) {
+    if (left) Py_RETURN_FALSE;
+    PyObject *direct = PyObject_GetAttr(group, str_direct);
+    if (direct == NULL) return NULL;
+    int messages_go = direct != Py_None;
+    Py_DECREF(direct);
+    if (!messages_go) Py_RETURN_FALSE;
+    return run_kept_here(op, group, hit, first, second, spin, keep);
+}
+
 /* How listed() serves a call: the list is written (the tensor read), else read (the
  * tensor written); the list's start comes first in the kept Plan's key (else the
  * tensor's); the list's entry at head[0] must have the tensor's shape. */
@@ -1651,21 +1666,15 @@ static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
     long long lo = (long long)(intptr_t)PyArray_DATA(arr), hi = lo + PyArray_NBYTES(arr);
     int end_to_end = PyTuple_GET_ITEM(lay, 7) == Py_True;
     if (end_to_end && hi > lo && lo < end && start < hi) goto no; /* (they share memory) */
-    if (end_to_end && !left) {
-        PyObject *direct = PyObject_GetAttr(group, str_direct);
-        if (direct == NULL) goto out;
-        int messages_go = direct != Py_None;
-        Py_DECREF(direct);
-        if (messages_go) {
-            PyObject *keep = PyTuple_Pack(2, tensor, tensors);
-            PyObject *at = keep == NULL ? NULL : PyTuple_GET_ITEM(lay, 2);
-            if (at == NULL) goto out;
-            result = how & LIST_FIRST ? run_kept_here(op, group, hit, at, a, spin, keep)
-                                      : run_kept_here(op, group, hit, a, at, spin, keep);
-            Py_DECREF(keep);
-            if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
-            Py_CLEAR(result);
-        }
+    if (end_to_end) {
+        PyObject *keep = PyTuple_Pack(2, tensor, tensors);
+        if (keep == NULL) goto out;
+        PyObject *at = PyTuple_GET_ITEM(lay, 2);
+        result = how & LIST_FIRST ? kept_messages(op, group, hit, at, a, spin, keep, left)
+                                  : kept_messages(op, group, hit, a, at, spin, keep, left);
+        Py_DECREF(keep);
+        if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
+        Py_CLEAR(result);
     }
     result = PyTuple_Pack(3, hit, a, lay);
     goto out;
@@ -1768,20 +1777,14 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     int direct = method != NULL && PyUnicode_Check(method) &&
         (method == str_direct || PyUnicode_Compare(method, str_direct) == 0);
     if (PyErr_Occurred()) goto out;
-    if (both && direct && !left) {
-        PyObject *comm = PyObject_GetAttr(group, str_direct);
-        if (comm == NULL) goto out;
-        int messages_go = comm != Py_None;
-        Py_DECREF(comm);
-        if (messages_go) {
-            PyObject *keep = PyTuple_Pack(2, outs, ins);
-            if (keep == NULL) goto out;
-            result = run_kept_here(op, group, hit, PyTuple_GET_ITEM(inl, 2),
-                                   PyTuple_GET_ITEM(outl, 2), spin, keep);
-            Py_DECREF(keep);
-            if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
-            Py_CLEAR(result);
-        }
+    if (both && direct) {
+        PyObject *keep = PyTuple_Pack(2, outs, ins);
+        if (keep == NULL) goto out;
+        result = kept_messages(op, group, hit, PyTuple_GET_ITEM(inl, 2),
+                               PyTuple_GET_ITEM(outl, 2), spin, keep, left);
+        Py_DECREF(keep);
+        if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
+        Py_CLEAR(result);
     }
     result = PyTuple_Pack(3, hit, outl, inl);
     goto out;
@@ -1846,15 +1849,9 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto out;
     }
     Py_INCREF(hit);
-    PyObject *direct = left ? NULL : PyObject_GetAttr(group, str_direct);
-    if (!left && direct == NULL) goto hit_out;
-    int messages_go = direct != NULL && direct != Py_None;
-    Py_XDECREF(direct);
-    if (messages_go) {
-        result = run_kept_here(op, group, hit, a, Py_None, spin, tensor);
-        if (result != Py_False) goto hit_out; /* (run, a run to settle, or an error) */
-        Py_CLEAR(result);
-    }
+    result = kept_messages(op, group, hit, a, Py_None, spin, tensor, left);
+    if (result != Py_False) goto hit_out; /* (run, a run to settle, or an error) */
+    Py_CLEAR(result);
     result = PyTuple_Pack(2, hit, a);
 hit_out:
     Py_DECREF(hit);
