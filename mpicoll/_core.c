@@ -56,7 +56,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 10
+#define CORE_API 11
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -1366,6 +1366,11 @@ static PyObject *mpi_call(int kind, PyObject *op, PyObject *group, PyObject *hit
     return result;
 }
 
+/* An all_reduce or broadcast of at least this many elements that MPI's collective makes
+ * is handed back to Python, which posts its signature beside the data
+ * (mpicoll/_collectives/_sizes.py, SIGNED and Signed: the same number) */
+#define SIGNED (1 << 20)
+
 /* reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most): the quick
  * path of a blocking all_reduce of `tensor` in place (mpicoll/_collectives/all_reduce.py
  * says when and what). The array (quick_array, writable) and `table` holding the entry
@@ -1402,7 +1407,7 @@ static PyObject *reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (PyErr_Occurred() || left < 0) goto hit_out;
     if (!left && as_messages(op, group, hit, a, most, spin, tensor, &result) != 0)
         goto hit_out; /* (run, handed back, or an error) */
-    if (!left && size <= INT_MAX && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2)
+    if (!left && size < SIGNED && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2)
         result = mpi_call(ALLREDUCE, op, group, hit, a, spin); /* MPI's Iallreduce in place */
     else
         result = PyTuple_Pack(2, hit, a);
@@ -1455,7 +1460,8 @@ static PyObject *bcast(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     if (PyErr_Occurred() || left < 0) goto hit_out;
     if (!left && as_messages(op, group, hit, a, most, spin, tensor, &result) != 0)
         goto hit_out; /* (run, handed back, or an error) */
-    result = left ? PyTuple_Pack(2, hit, a) : mpi_call(BCAST, op, group, hit, a, spin);
+    result = left || size >= SIGNED ? PyTuple_Pack(2, hit, a)
+                                    : mpi_call(BCAST, op, group, hit, a, spin);
 hit_out:
     Py_DECREF(hit);
 out:
@@ -1999,6 +2005,7 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
         PyModule_AddIntConstant(m, "ALLREDUCE", ALLREDUCE) < 0 ||
         PyModule_AddIntConstant(m, "BCAST", BCAST) < 0 ||
         PyModule_AddIntConstant(m, "REDUCE", REDUCE) < 0 ||
+        PyModule_AddIntConstant(m, "SIGNED", SIGNED) < 0 ||
         PyModule_AddIntConstant(m, "WRITES_LIST", WRITES_LIST) < 0 ||
         PyModule_AddIntConstant(m, "LIST_FIRST", LIST_FIRST) < 0 ||
         PyModule_AddIntConstant(m, "SAME_SHAPE", SAME_SHAPE) < 0) {

@@ -42,8 +42,12 @@ def bits() -> int:
 def signature(op: str, dtype: Any, reduce_op: str | None = None) -> int:
     """The signature of collective ``op`` on elements of numpy ``dtype`` (with
     ``reduce_op``'s name, where it reduces); 0 where the tags carry none."""
-    if not bits():
-        return 0
+    return code(op, dtype, reduce_op) if bits() else 0
+
+
+def code(op: str, dtype: Any, reduce_op: str | None = None) -> int:
+    """:func:`signature`'s number, whatever the tags hold (:class:`._sizes.Signed` sends
+    it as data)."""
     kind = _KIND.get(op, 0)
     dt = _DTYPE.get(getattr(dtype, "name", str(dtype)), 0)
     rop = _OP.get(reduce_op or "", len(_OPS)) if reduce_op else 0

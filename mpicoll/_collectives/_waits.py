@@ -55,7 +55,7 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
     def compared() -> None:
         if ring is not None:  # (the slot's counts are read: the slot is free again)
             ring.owners[slot] = None
-        sizes.check(crecv, me)
+        sizes.check(crecv, me, seq)
         if finalize is not None:
             finalize()
 
@@ -65,7 +65,7 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
                 wait_requests([creq], op, group, seq, args)
         except MPI.Exception:
             return
-        sizes.check(crecv, me)
+        sizes.check(crecv, me, seq)
 
     # (Work: the counts first, where every rank compares them)
     agree = (lambda: sizes.agree(crecv)) if sizes.relayed else None

@@ -13,6 +13,7 @@ from .._work import Work
 from . import _all_reduce_direct, _direct, _reduce
 from ._call import issue, quick, quick_allowed, quick_array
 from ._large import INT_MAX
+from ._sizes import signed
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -60,7 +61,8 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
                 return None
             # (the core made MPI's call itself where it could: it hands a call back where
             # a rank has left, or where the call is messages with none kept yet, above)
-            quick(name, pg, "Iallreduce", (MPI.IN_PLACE, [a, hit[0]], hit[1]))
+            quick(name, pg, "Iallreduce", (MPI.IN_PLACE, [a, hit[0]], hit[1]),
+                  signed(name, pg, a.dtype, op.name, -1, a.size))
             return None
     return _general(name, pg, tensor, op, async_op)
 
@@ -80,7 +82,8 @@ def _general(name: str, pg: Any, tensor: Any, op: Any, async_op: bool) -> Work |
     if specs[0] is MPI.IN_PLACE and _all_reduce_direct.chosen(pg, recv.size):
         return _all_reduce_direct.general(name, pg, recv, buf.dtype, p.mpi_op, op_name(op),
                                           fin, async_op, [tensor], sig)
-    return issue(name, pg, "Allreduce", args, fin, async_op, [tensor], sig=sig)
+    return issue(name, pg, "Allreduce", args, fin, async_op, [tensor], sig=sig,
+                 sizes=signed(name, pg, buf.dtype, op_name(op), -1, recv.size))
 
 
 def as_messages(group: Any, count: int) -> bool:

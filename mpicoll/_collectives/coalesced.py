@@ -18,7 +18,7 @@ from .._work import Work
 from ..errors import ArgumentValueError as _Value
 from . import _pack, _reduce, _validate
 from ._call import issue
-from ._sizes import agreed
+from ._sizes import agreed, signed
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -59,7 +59,8 @@ def all_reduce_coalesced(tensors: list[Any], op: Any = ReduceOp.SUM, group: Any 
             _pack.commit_all(bufs)
     return issue(name, pg, "Allreduce", (*specs, p.mpi_op), finish, async_op, list(tensors),
                  keep=bufs, sig=lambda: {"dtype": dtype, "numel": flat.size,
-                                         "reduce_op": op_name(op)})
+                                         "reduce_op": op_name(op)},
+                 sizes=signed(name, pg, dtype, op_name(op), -1, flat.size))
 
 
 def all_gather_coalesced(output_tensor_lists: list[list[Any]], input_tensor_list: list[Any],

@@ -21,6 +21,7 @@ from ._all_reduce_direct import MAX_COUNT
 from ._call import issue, quick, quick_allowed, quick_array
 from ._rooted_quick import _QUICK_GATHER, _QUICK_SCATTER, BROADCASTS, QUICK_OFF_ROOT, quick_rooted
 from ._sizes import rooted as rooted_sizes
+from ._sizes import signed
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -58,7 +59,8 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
             if _rooted_direct.broadcasts(pg, a.size):
                 _rooted_direct.broadcast_quick(name, pg, a, hit, keep=tensor)
             else:
-                quick(name, pg, "Ibcast", ([a, hit[0]], root))
+                quick(name, pg, "Ibcast", ([a, hit[0]], root),
+                      signed(name, pg, a.dtype, None, root, a.size))
             return None
     return _broadcast(name, pg, tensor, root, async_op)
 
@@ -81,7 +83,7 @@ def _broadcast(name: str, pg: Any, tensor: Any, root: int, async_op: bool) -> Wo
         return _rooted_direct.broadcast(name, pg, root, arr, dt, buf.commit_hook, async_op,
                                         [tensor], sig)
     return issue(name, pg, "Bcast", ([arr, dt], root), buf.commit_hook, async_op, [tensor],
-                 sig=sig)
+                 sig=sig, sizes=signed(name, pg, buf.dtype, None, root, arr.size))
 
 
 def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None,
@@ -129,8 +131,9 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
                 a = None
         hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
         if hit is not None:
+            signs = signed(name, pg, a.dtype, op.name, root, a.size)
             core = _core_loader.module or _core_loader.load()
-            if core is not None and not _departed.left:
+            if core is not None and not _departed.left and signs is None:
                 # numbered, issued, waited on (watched past its tests) and recorded in C
                 seq = pg.seq = pg.seq + 1
                 try:
@@ -139,7 +142,7 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
                 except MPI.Exception as e:
                     raise mpi_error(name, e, _reduce_args(root, is_root, hit, a)) from e
                 return None
-            quick(name, pg, "Ireduce", _reduce_args(root, is_root, hit, a))
+            quick(name, pg, "Ireduce", _reduce_args(root, is_root, hit, a), signs)
             return None
     return _reduce_general(name, pg, tensor, root, op, async_op)
 
@@ -167,14 +170,16 @@ def _reduce_general(name: str, pg: Any, tensor: Any, root: int, op: Any,
             return _reduce_direct.general(name, pg, root, send, buf.dtype, p.mpi_op,
                                           op_name(op), None, async_op, [tensor], sig)
         args = ([send, mpi_datatype(send.dtype)], None, p.mpi_op, root)
-        return issue(name, pg, "Reduce", args, None, async_op, [tensor], sig=sig)
+        return issue(name, pg, "Reduce", args, None, async_op, [tensor], sig=sig,
+                     sizes=signed(name, pg, buf.dtype, op_name(op), root, buf.numel))
     recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
     fin = _reduce.finisher(p, recv, buf, pg.nranks)
     if direct:  # (in place: its plan has no pre-scaled copy)
         return _reduce_direct.general(name, pg, root, recv, buf.dtype, p.mpi_op, op_name(op),
                                       fin, async_op, [tensor], sig)
     args = (*specs, p.mpi_op, root)
-    return issue(name, pg, "Reduce", args, fin, async_op, [tensor], sig=sig)
+    return issue(name, pg, "Reduce", args, fin, async_op, [tensor], sig=sig,
+                 sizes=signed(name, pg, buf.dtype, op_name(op), root, buf.numel))
 
 
 def _reduce_args(root: int, is_root: bool, hit: tuple, a: Any) -> tuple:
