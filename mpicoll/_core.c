@@ -65,7 +65,7 @@ enum { ALLREDUCE = 0, BCAST = 1, MESSAGES = 2, REDUCE = 3, REDUCE_ROOT = 4 };
 enum { NOT_MINE = -1, ALLGATHER = 0, ALLTOALL = 1, REDUCE_SCATTER_BLOCK = 2 };
 
 typedef struct {
-    PyObject *id;       /* from the recorder's own counter: one order for both rings */
+    long long id;       /* from next_id: one order for both rings */
     PyObject *op;       /* the collective's name */
     PyObject *group;    /* the ProcessGroup */
     long long seq;
@@ -86,7 +86,9 @@ static Record *ring = NULL;
 static Py_ssize_t capacity = 0, next_slot = 0, filled = 0;
 
 /* set by configure(): the Python side's objects this core uses */
-static PyObject *ids = NULL;       /* itertools.count shared with mpicoll._recorder */
+/* the records' numbers, one order for both rings: the Python recorder draws its own from
+ * here too (`ids`, an iterator over it) once the core is in use */
+static long long next_id = 0;
 static PyObject *inside = NULL;    /* dict: file name -> whether it is mpicoll's own */
 static PyObject *is_inside = NULL; /* callable: file name -> bool (fills `inside`) */
 static PyObject *on_block = NULL;  /* (name, group, seq, args) -> token: watched.begin */
@@ -120,7 +122,6 @@ static long long now_ns(void) {
 }
 
 static void clear_record(Record *r) {
-    Py_CLEAR(r->id);
     Py_CLEAR(r->op);
     Py_CLEAR(r->group);
     Py_CLEAR(r->datatype);
@@ -200,11 +201,7 @@ static Record *record(PyObject *op, PyObject *group, long long seq, long long co
     if (capacity == 0) return NULL;
     Record *r = &ring[next_slot];
     clear_record(r);
-    r->id = PyIter_Next(ids);
-    if (r->id == NULL) {
-        PyErr_Clear();
-        r->id = PyLong_FromLong(-1);
-    }
+    r->id = next_id++;
     Py_INCREF(op);
     r->op = op;
     Py_INCREF(group);
@@ -556,7 +553,7 @@ static PyObject *messages(PyObject *op, PyObject *group, PyObject *seqobj,
         goto out;
     }
     if (same) result = Py_NewRef(Py_None);
-    else result = r != NULL ? Py_NewRef(r->id) : PyLong_FromLong(-1);
+    else result = PyLong_FromLongLong(r != NULL ? r->id : -1);
 out:
     if (reqs != few) {
         PyMem_Free(reqs);
@@ -977,6 +974,61 @@ static PyObject *str_missed = NULL, *str_seq = NULL, *str_size = NULL, *str_kept
 static PyObject *str_direct = NULL, *str_reduced = NULL, *str_comm = NULL, *str_rank = NULL;
 static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL, ... */
 
+/* The attributes of a group (mpicoll/_process_group.py, ProcessGroup) the core reads or
+ * writes on every call. ProcessGroup keeps them in __slots__, whose member descriptors
+ * say where in the object each lies: the core reads and writes them there (what the
+ * descriptor's own get and set do, without the attribute lookup: about 150 instructions
+ * each, several a call). Learned from the first group's type; a group of another type
+ * (a subclass, or anything else) takes Python's getattr and setattr. */
+enum { G_SEQ, G_KEPT, G_DIRECT, G_COMM, G_SIZE, G_RANK, G_MISSED, G_COUNT };
+static PyObject **group_names[G_COUNT] = {&str_seq, &str_kept, &str_direct, &str_comm,
+                                          &str_size, &str_rank, &str_missed};
+static PyTypeObject *slotted = NULL; /* the type learned (a strong reference) */
+static Py_ssize_t slot_at[G_COUNT];
+static PyTypeObject *tried = NULL; /* the last type learning failed on (not kept alive:
+                                      only compared) */
+
+/* Learn where `tp` keeps each attribute: every one a slot (an object member), else none
+ * is read directly */
+static void learn_slots(PyTypeObject *tp) {
+    tried = tp;
+    Py_ssize_t at[G_COUNT];
+    for (int i = 0; i < G_COUNT; i++) {
+        PyObject *d = PyObject_GetAttr((PyObject *)tp, *group_names[i]);
+        int ok = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+                 !(((PyMemberDescrObject *)d)->d_member->flags & READONLY);
+        if (ok) at[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_XDECREF(d);
+        if (!ok) {
+            PyErr_Clear();
+            return;
+        }
+    }
+    memcpy(slot_at, at, sizeof at);
+    slotted = (PyTypeObject *)Py_NewRef((PyObject *)tp);
+}
+
+/* group.<name> (a new reference), as getattr */
+static PyObject *group_get(PyObject *group, int which) {
+    if (slotted == NULL && Py_TYPE(group) != tried) learn_slots(Py_TYPE(group));
+    if (Py_TYPE(group) == slotted) {
+        PyObject *v = *(PyObject **)((char *)group + slot_at[which]);
+        if (v != NULL) return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(group, *group_names[which]); /* (or its AttributeError) */
+}
+
+/* group.<name> = value, as setattr */
+static int group_set(PyObject *group, int which, PyObject *value) {
+    if (Py_TYPE(group) == slotted) {
+        PyObject **at = (PyObject **)((char *)group + slot_at[which]);
+        Py_XSETREF(*at, Py_NewRef(value));
+        return 0;
+    }
+    return PyObject_SetAttr(group, *group_names[which], value);
+}
+
 /* Where `obj` lies, as a key part: an int is an address already (where a list of
  * tensors end to end starts), else its buffer's address. */
 static int address(PyObject *obj, long long *at) {
@@ -1019,14 +1071,14 @@ static PyObject *run_cached(PyObject *op, PyObject *group, PyObject *seq, PlanCa
     PyObject *key, *entry, *result = NULL;
     cache_take(c, i, &key, &entry); /* (taken out while in use) */
     Plan *p = (Plan *)entry;
-    PyObject *missed = PyObject_GetAttr(group, str_missed);
+    PyObject *missed = group_get(group, G_MISSED);
     if (missed == NULL) goto back;
     long some = PyLong_AsLong(missed);
     Py_DECREF(missed);
     if (some == -1 && PyErr_Occurred()) goto back;
     if (some > 0) { /* a call that found its messages: one miss less (_direct.take) */
         PyObject *less = PyLong_FromLong(some - 1);
-        int bad = less == NULL || PyObject_SetAttr(group, str_missed, less) < 0;
+        int bad = less == NULL || group_set(group, G_MISSED, less) < 0;
         Py_XDECREF(less);
         if (bad) goto back;
     }
@@ -1119,13 +1171,13 @@ static PyObject *mpi_error_taken(void) {
 /* The group's next sequence number (a new reference), or NULL; `set`: stored in the
  * group now (a call that counts whatever happens next), else left to the caller. */
 static PyObject *next_seq(PyObject *group, int set) {
-    PyObject *now = PyObject_GetAttr(group, str_seq);
+    PyObject *now = group_get(group, G_SEQ);
     if (now == NULL) return NULL;
     long long n = PyLong_AsLongLong(now);
     Py_DECREF(now);
     if (n == -1 && PyErr_Occurred()) return NULL;
     PyObject *seq = PyLong_FromLongLong(n + 1);
-    if (seq != NULL && set && PyObject_SetAttr(group, str_seq, seq) < 0) Py_CLEAR(seq);
+    if (seq != NULL && set && group_set(group, G_SEQ, seq) < 0) Py_CLEAR(seq);
     return seq;
 }
 
@@ -1137,7 +1189,7 @@ static PyObject *next_seq(PyObject *group, int set) {
 static PyObject *run_kept_here(PyObject *op, PyObject *group, PyObject *hit,
                                PyObject *first, PyObject *second, long spin,
                                PyObject *keep) {
-    PyObject *kept = PyObject_GetAttr(group, str_kept), *result = NULL;
+    PyObject *kept = group_get(group, G_KEPT), *result = NULL;
     PyObject *seq = kept == NULL ? NULL : next_seq(group, 0);
     if (seq == NULL) {
         Py_XDECREF(kept);
@@ -1147,7 +1199,7 @@ static PyObject *run_kept_here(PyObject *op, PyObject *group, PyObject *hit,
     Py_DECREF(kept);
     if (res == Py_None) {
         Py_DECREF(res);
-        if (PyObject_SetAttr(group, str_seq, seq) == 0) result = Py_NewRef(Py_True);
+        if (group_set(group, G_SEQ, seq) == 0) result = Py_NewRef(Py_True);
     } else if (res == Py_False) {
         result = res;
     } else if (res != NULL || (res = mpi_error_taken()) != NULL) {
@@ -1195,7 +1247,7 @@ static PyObject *exchange_in(int kind, PyObject *op, PyObject *group, PyObject *
         PyErr_SetString(PyExc_OverflowError, "exchange: counts outside an int");
         return NULL;
     }
-    PyObject *commobj = PyObject_GetAttr(group, str_comm);
+    PyObject *commobj = group_get(group, G_COMM);
     if (commobj == NULL) return NULL;
     MPI_Comm *comm = PyMPIComm_Get(commobj);
     PyObject *seq = comm == NULL ? NULL : next_seq(group, 1), *result = NULL;
@@ -1267,7 +1319,7 @@ static PyObject *exchange(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_ssize_t rn = PyArray_NBYTES(ra), sn = PyArray_NBYTES(sa);
         if (rn && sn && r0 < s0 + sn && s0 < r0 + rn) goto no;
     }
-    PyObject *size = PyObject_GetAttr(group, str_size);
+    PyObject *size = group_get(group, G_SIZE);
     if (size == NULL) goto out;
     PyObject *key = tuple_of(6, Py_NewRef((PyObject *)PyArray_DESCR(sa)), shape_of(sa),
                              Py_NewRef((PyObject *)PyArray_DESCR(ra)), shape_of(ra), size,
@@ -1325,7 +1377,7 @@ static int as_messages(PyObject *op, PyObject *group, PyObject *hit, PyObject *a
                        Py_ssize_t most, long spin, PyObject *keep, PyObject **result) {
     Py_ssize_t size = PyArray_SIZE((PyArrayObject *)a);
     if (size <= 0 || size > most) return 0;
-    PyObject *direct = PyObject_GetAttr(group, str_direct);
+    PyObject *direct = group_get(group, G_DIRECT);
     if (direct == NULL) return -1;
     int messages_go = direct != Py_None;
     Py_DECREF(direct);
@@ -1344,7 +1396,7 @@ static int as_messages(PyObject *op, PyObject *group, PyObject *hit, PyObject *a
  * (hit, a, error) where MPI raised (the caller explains it). */
 static PyObject *mpi_call(int kind, PyObject *op, PyObject *group, PyObject *hit,
                           PyObject *a, long spin) {
-    PyObject *comm = PyObject_GetAttr(group, str_comm), *result = NULL;
+    PyObject *comm = group_get(group, G_COMM), *result = NULL;
     PyObject *seq = comm == NULL ? NULL : next_seq(group, 1);
     PyObject *res = seq == NULL ? NULL
         : call_in(kind, op, comm, a, PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1),
@@ -1365,6 +1417,48 @@ static PyObject *mpi_call(int kind, PyObject *op, PyObject *group, PyObject *hit
     }
     return result;
 }
+
+/* The quick entry `table` (a dict) holds for the key (descr, part), with the last one
+ * found remembered: where the same table, dtype and part come again and the dict has not
+ * changed since (its version tag, CPython 3.11), the entry is that one, without a key
+ * tuple made, hashed and compared (about 450 instructions a call). A borrowed reference,
+ * or NULL (none, or an error set). */
+typedef struct {
+    PyObject *table, *descr, *part, *hit; /* strong references */
+    uint64_t version;
+} Memo;
+
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define DICT_VERSIONS 1
+#endif
+
+static PyObject *entry(Memo *m, PyObject *table, PyObject *descr, PyObject *part) {
+#ifdef DICT_VERSIONS
+    if (m->table == table && m->descr == descr && m->part == part &&
+        ((PyDictObject *)table)->ma_version_tag == m->version)
+        return m->hit;
+#endif
+    PyObject *key = PyTuple_Pack(2, descr, part);
+    if (key == NULL) return NULL;
+    PyObject *hit = PyDict_GetItemWithError(table, key); /* borrowed */
+    Py_DECREF(key);
+#ifdef DICT_VERSIONS
+    if (hit != NULL) {
+        Py_INCREF(table);
+        Py_XSETREF(m->table, table);
+        Py_INCREF(descr);
+        Py_XSETREF(m->descr, descr);
+        Py_INCREF(part);
+        Py_XSETREF(m->part, part);
+        Py_INCREF(hit);
+        Py_XSETREF(m->hit, hit);
+        m->version = ((PyDictObject *)table)->ma_version_tag;
+    }
+#endif
+    return hit;
+}
+
+static Memo reduce_memo, bcast_memo;
 
 /* An all_reduce or broadcast of at least this many elements that MPI's collective makes
  * is handed back to Python, which posts its signature beside the data
@@ -1392,10 +1486,8 @@ static PyObject *reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *a = quick_array(tensor, 1, args[5]), *result = NULL;
     if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
-    PyObject *key = PyTuple_Pack(2, (PyObject *)PyArray_DESCR((PyArrayObject *)a), args[4]);
-    if (key == NULL) goto out;
-    PyObject *hit = PyDict_GetItemWithError(table, key); /* borrowed */
-    Py_DECREF(key);
+    PyObject *hit = entry(&reduce_memo, table, (PyObject *)PyArray_DESCR((PyArrayObject *)a),
+                          args[4]); /* borrowed */
     if (hit == NULL) {
         if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
         goto out;
@@ -1443,12 +1535,9 @@ static PyObject *bcast(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     PyObject *a = quick_array(tensor, 1, args[5]), *result = NULL, *hit = NULL;
     if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
     Py_ssize_t size = PyArray_SIZE((PyArrayObject *)a);
-    if (size <= INT_MAX) {
-        PyObject *key = PyTuple_Pack(2, (PyObject *)PyArray_DESCR((PyArrayObject *)a), root);
-        if (key == NULL) goto out;
-        hit = PyDict_GetItemWithError(args[4], key); /* borrowed */
-        Py_DECREF(key);
-    }
+    if (size <= INT_MAX)
+        hit = entry(&bcast_memo, args[4], (PyObject *)PyArray_DESCR((PyArrayObject *)a),
+                    root); /* borrowed */
     if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2) {
         if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
         goto out;
@@ -1596,7 +1685,7 @@ static PyObject *layout(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *kept_messages(PyObject *op, PyObject *group, PyObject *hit, PyObject *first,
                                PyObject *second, long spin, PyObject *keep, int left) {
     if (left) Py_RETURN_FALSE;
-    PyObject *direct = PyObject_GetAttr(group, str_direct);
+    PyObject *direct = group_get(group, G_DIRECT);
     if (direct == NULL) return NULL;
     int messages_go = direct != Py_None;
     Py_DECREF(direct);
@@ -1624,7 +1713,7 @@ static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
                            PyObject *quickers, long spin, int left) {
     if (!(PyList_CheckExact(tensors) || PyTuple_CheckExact(tensors)))
         Py_RETURN_FALSE;
-    PyObject *sizeobj = PyObject_GetAttr(group, str_size);
+    PyObject *sizeobj = group_get(group, G_SIZE);
     if (sizeobj == NULL) return NULL;
     Py_ssize_t n = PyLong_AsSsize_t(sizeobj);
     Py_DECREF(sizeobj);
@@ -1739,7 +1828,7 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     if (!(PyList_CheckExact(outs) || PyTuple_CheckExact(outs)) ||
         !(PyList_CheckExact(ins) || PyTuple_CheckExact(ins)))
         Py_RETURN_FALSE;
-    PyObject *sizeobj = PyObject_GetAttr(group, str_size), *result = NULL;
+    PyObject *sizeobj = group_get(group, G_SIZE), *result = NULL;
     PyObject *rank = NULL, *outl = NULL, *inl = NULL, *key = NULL, *hit = NULL;
     if (sizeobj == NULL) return NULL;
     Py_ssize_t n = PyLong_AsSsize_t(sizeobj);
@@ -1752,7 +1841,7 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     PyArray_Descr *d = (PyArray_Descr *)PyTuple_GET_ITEM(outl, 1);
     PyArray_Descr *e = (PyArray_Descr *)PyTuple_GET_ITEM(inl, 1);
     if (d != e && !PyArray_EquivTypes(d, e)) goto no;
-    if ((rank = PyObject_GetAttr(group, str_rank)) == NULL) goto out;
+    if ((rank = group_get(group, G_RANK)) == NULL) goto out;
     PyObject *scounts = PyTuple_GET_ITEM(inl, 4), *rcounts = PyTuple_GET_ITEM(outl, 4);
     if ((key = PyTuple_New(4 + 2 * n)) == NULL) goto out;
     PyTuple_SET_ITEM(key, 0, Py_NewRef((PyObject *)d));
@@ -1828,7 +1917,7 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *root = args[4], *quickers = args[8];
     int gathering = PyObject_IsTrue(args[5]), left = PyObject_IsTrue(args[10]);
     long spin = PyLong_AsLong(args[9]);
-    PyObject *rankobj = PyObject_GetAttr(group, str_rank);
+    PyObject *rankobj = group_get(group, G_RANK);
     if (rankobj == NULL) return NULL;
     int at_root = PyObject_RichCompareBool(rankobj, root, Py_EQ);
     Py_DECREF(rankobj);
@@ -1869,7 +1958,9 @@ out:
 /* failed(id): mark the record `id` failed (a call whose counts disagreed) */
 static PyObject *failed(PyObject *self, PyObject *id) {
     for (Py_ssize_t k = 0; k < filled; k++) {
-        if (ring[k].id != NULL && PyObject_RichCompareBool(ring[k].id, id, Py_EQ) == 1) {
+        long long want = PyLong_AsLongLong(id);
+        if (want == -1 && PyErr_Occurred()) return NULL;
+        if (ring[k].op != NULL && ring[k].id == want) {
             ring[k].state = FAILED;
             break;
         }
@@ -1896,7 +1987,7 @@ static PyObject *records(PyObject *self, PyObject *unused) {
         PyObject *wait = r->wait ? PyLong_FromLongLong(r->wait) : Py_NewRef(Py_None);
         PyObject *done = r->done ? PyLong_FromLongLong(r->done) : Py_NewRef(Py_None);
         PyObject *item = Py_BuildValue(
-            "[OOOLOOOiLNNO]", r->id, r->op, r->group, r->seq, Py_None, meta,
+            "[LOOLOOOiLNNO]", r->id, r->op, r->group, r->seq, Py_None, meta,
             r->code ? r->code : Py_None, r->lasti, r->issued, wait, done,
             states[r->state]);
         Py_XDECREF(meta);
@@ -1909,6 +2000,23 @@ static PyObject *records(PyObject *self, PyObject *unused) {
     }
     return out;
 }
+
+/* ids: an iterator over next_id, the records' numbers (mpicoll._recorder draws its own
+ * from it once the core is in use) */
+static PyObject *ids_next(PyObject *self) {
+    (void)self;
+    return PyLong_FromLongLong(next_id++);
+}
+
+static PyTypeObject IdsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mpicoll._core.Ids",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "the flight recorder's numbers, one order for the core's ring and Python's",
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = ids_next,
+};
 
 /* configure(capacity, ids, inside, is_inside, on_block, on_unblock, exception,
  * issued, failed): what the Python side gives the core, once, at load. */
@@ -1927,11 +2035,21 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         if (ring == NULL) return PyErr_NoMemory();
         capacity = cap;
     }
-    PyObject **slots[8] = {&ids, &inside, &is_inside, &on_block, &on_unblock,
-                           &mpi_exception, &states[ISSUED], &states[FAILED]};
-    for (int i = 0; i < 8; i++) {
-        Py_INCREF(a[i]);
-        Py_XSETREF(*slots[i], a[i]);
+    /* (the numbers the recorder's own iterator has given out come first) */
+    if (!Py_IS_TYPE(a[0], &IdsType)) {
+        PyObject *first = PyIter_Next(a[0]);
+        if (first == NULL) return PyErr_Occurred() ? NULL : PyErr_Format(
+            PyExc_ValueError, "configure: the ids iterator is exhausted");
+        long long n = PyLong_AsLongLong(first);
+        Py_DECREF(first);
+        if (n == -1 && PyErr_Occurred()) return NULL;
+        if (n > next_id) next_id = n;
+    }
+    PyObject **slots[7] = {&inside, &is_inside, &on_block, &on_unblock, &mpi_exception,
+                           &states[ISSUED], &states[FAILED]};
+    for (int i = 0; i < 7; i++) {
+        Py_INCREF(a[i + 1]);
+        Py_XSETREF(*slots[i], a[i + 1]);
     }
     Py_RETURN_NONE;
 }
@@ -1983,7 +2101,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     if (import_mpi4py() < 0) return NULL;
     import_array1(NULL);
-    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&PlanCacheType) < 0) return NULL;
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&PlanCacheType) < 0 ||
+        PyType_Ready(&IdsType) < 0)
+        return NULL;
     PyObject **names[] = {&str_missed, &str_seq, &str_size, &str_kept, &str_direct,
                           &str_reduced, &str_comm, &str_rank, &str_methods[ALLGATHER],
                           &str_methods[ALLTOALL], &str_methods[REDUCE_SCATTER_BLOCK]};
@@ -1993,6 +2113,12 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
         if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
+    PyObject *counter = PyObject_New(PyObject, &IdsType);
+    if (counter == NULL || PyModule_AddObject(m, "ids", counter) < 0) {
+        Py_XDECREF(counter);
+        Py_DECREF(m);
+        return NULL;
+    }
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
         PyModule_AddObjectRef(m, "PlanCache", (PyObject *)&PlanCacheType) < 0) {
         Py_DECREF(m);

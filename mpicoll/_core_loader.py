@@ -56,6 +56,7 @@ def load() -> Any:
     core.configure(_recorder.capacity if _recorder.ring is not None else 0, _recorder.ids,
                    _recorder.inside, _recorder.is_inside, _block, watched.end,
                    MPI.Exception, _recorder.ISSUED_STATE, _recorder.FAILED)
+    _recorder.ids = _recorder._ids = core.ids  # (after the numbers it gave out)
     _recorder.rings.append(core.records)
     module = core
     why = (f"in use ({family} family, built against MPI {core.MPI_VERSION}."

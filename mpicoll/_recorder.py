@@ -54,7 +54,9 @@ def _capacity() -> int:
 capacity = _capacity()
 ring: collections.deque[list[Any]] | None = (
     collections.deque(maxlen=capacity) if capacity else None)
-ids = _ids = itertools.count()  # shared with the compiled core's ring: one order
+# the records' numbers, one order for both rings: the compiled core's own (core.ids)
+# replaces it once the core is in use, after the numbers it gave out
+ids = _ids = itertools.count()
 # what a record keeps of an owner's arguments (:func:`issued`): id -> (owner, kept)
 _kept: dict[int, tuple[Any, tuple]] = {}
 _KEPT = 256

@@ -215,14 +215,15 @@ class Signed(Agreed):
 SIGNED = 1 << 20
 
 
-def signed(op: str, pg: Any, dtype: Any, reduce_op: str | None, root: int,
+def signed(op: str, pg: Any, dtype: Any, reduce_op: Any, root: int,
            count: int) -> Signed | None:
     """The :class:`Signed` of an all_reduce, broadcast or reduce (``root`` -1 for an
-    all_reduce) of ``count`` elements of ``dtype`` by MPI's collective: None below
-    :data:`SIGNED` elements, with one rank, or off."""
+    all_reduce) of ``count`` elements of ``dtype`` by MPI's collective (``reduce_op``: its
+    name, a ReduceOp, or None): None below :data:`SIGNED` elements, with one rank, or
+    off."""
     if count < SIGNED or pg._size == 1 or not sizes_on():
         return None
-    sig = code(op, dtype, reduce_op)
+    sig = code(op, dtype, getattr(reduce_op, "name", reduce_op))
     return _kept(("signed", op, sig, root, count), lambda: Signed(op, sig, root, count))
 
 

@@ -13,7 +13,7 @@ from .._work import Work
 from . import _all_reduce_direct, _direct, _reduce
 from ._call import issue, quick, quick_allowed, quick_array
 from ._large import INT_MAX
-from ._sizes import signed
+from ._sizes import SIGNED, signed
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -61,8 +61,8 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
                 return None
             # (the core made MPI's call itself where it could: it hands a call back where
             # a rank has left, or where the call is messages with none kept yet, above)
-            quick(name, pg, "Iallreduce", (MPI.IN_PLACE, [a, hit[0]], hit[1]),
-                  signed(name, pg, a.dtype, op.name, -1, a.size))
+            quick(name, pg, "Iallreduce", (MPI.IN_PLACE, [a, hit[0]], hit[1]), signed(
+                name, pg, a.dtype, op, -1, a.size) if a.size >= SIGNED else None)
             return None
     return _general(name, pg, tensor, op, async_op)
 

@@ -20,8 +20,8 @@ from . import _direct, _pack, _reduce, _reduce_direct, _rooted_direct, _validate
 from ._all_reduce_direct import MAX_COUNT
 from ._call import issue, quick, quick_allowed, quick_array
 from ._rooted_quick import _QUICK_GATHER, _QUICK_SCATTER, BROADCASTS, QUICK_OFF_ROOT, quick_rooted
+from ._sizes import SIGNED, signed
 from ._sizes import rooted as rooted_sizes
-from ._sizes import signed
 from .reduce_op import ReduceOp, op_name, plan
 
 
@@ -59,8 +59,8 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
             if _rooted_direct.broadcasts(pg, a.size):
                 _rooted_direct.broadcast_quick(name, pg, a, hit, keep=tensor)
             else:
-                quick(name, pg, "Ibcast", ([a, hit[0]], root),
-                      signed(name, pg, a.dtype, None, root, a.size))
+                quick(name, pg, "Ibcast", ([a, hit[0]], root), signed(
+                    name, pg, a.dtype, None, root, a.size) if a.size >= SIGNED else None)
             return None
     return _broadcast(name, pg, tensor, root, async_op)
 
@@ -131,9 +131,9 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
                 a = None
         hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
         if hit is not None:
-            signs = signed(name, pg, a.dtype, op.name, root, a.size)
+            big = a.size >= SIGNED  # (its signature beside the data: quick(), below)
             core = _core_loader.module or _core_loader.load()
-            if core is not None and not _departed.left and signs is None:
+            if core is not None and not _departed.left and not big:
                 # numbered, issued, waited on (watched past its tests) and recorded in C
                 seq = pg.seq = pg.seq + 1
                 try:
@@ -142,7 +142,8 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
                 except MPI.Exception as e:
                     raise mpi_error(name, e, _reduce_args(root, is_root, hit, a)) from e
                 return None
-            quick(name, pg, "Ireduce", _reduce_args(root, is_root, hit, a), signs)
+            quick(name, pg, "Ireduce", _reduce_args(root, is_root, hit, a),
+                  signed(name, pg, a.dtype, op, root, a.size) if big else None)
             return None
     return _reduce_general(name, pg, tensor, root, op, async_op)
 

@@ -33,7 +33,12 @@ CASES = {
     "reduce-dtype": "reduce to rank 0, float32 on rank 0, int32 elsewhere",
     "reduce-op": "reduce to rank 0, SUM on rank 0, MAX elsewhere",
     "shapes": "all_reduce of shapes (2, 3) and (3, 2), same count",
+    "big-dtype": "all_reduce of 2**20 elements, float32 on rank 0, float64 elsewhere",
+    "big-op": "all_reduce of 2**20 elements, SUM on rank 0, MAX elsewhere",
+    "big-root": "broadcast of 2**20 elements, src=0 on rank 0, src=1 elsewhere",
+    "big-reduce": "reduce of 2**20 elements to rank 0, float32 on rank 0, int32 elsewhere",
 }
+BIG = 1 << 20  # (MPI's own collectives, with their signature beside the data: _sizes)
 
 
 def one(backend: str, case: str) -> None:
@@ -115,6 +120,22 @@ def one(backend: str, case: str) -> None:
             dist.reduce(x, dst=0, op=op)
             # (the root: the reduction its own call asked for; the others: unchanged)
             want = np.full(4, float(sum(range(1, size + 1)) if rank == 0 else rank + 1))
+        elif case == "big-dtype":
+            x = torch.full((BIG,), rank + 1.0, dtype=f32 if rank == 0 else f64)
+            dist.all_reduce(x)
+            want = np.full(BIG, float(sum(range(1, size + 1))))
+        elif case == "big-op":
+            x = torch.full((BIG,), rank + 1.0)
+            dist.all_reduce(x, op=dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX)
+            want = np.full(BIG, float(sum(range(1, size + 1)) if rank == 0 else size))
+        elif case == "big-root":
+            x = torch.full((BIG,), float(rank))
+            dist.broadcast(x, src=0 if rank == 0 else 1)
+            want = np.full(BIG, 0.0 if rank == 0 else 1.0)
+        elif case == "big-reduce":
+            x = torch.full((BIG,), rank + 1, dtype=f32 if rank == 0 else torch.int32)
+            dist.reduce(x, dst=0)
+            want = np.full(BIG, float(sum(range(1, size + 1)) if rank == 0 else rank + 1))
         elif case == "shapes":
             x = torch.arange(6.0).reshape((2, 3) if rank == 0 else (3, 2))
             dist.all_reduce(x)
