@@ -13,8 +13,11 @@ write a longer message past the receive buffer before any check runs (docs/error
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+from _launch import run
 
 import mpicoll as dist
 from mpicoll import _core_loader
@@ -26,8 +29,8 @@ N = _sizes.SIGNED
 
 
 @pytest.fixture(autouse=True)
-def _ranks(size):
-    if size == 1:
+def _ranks(size, request):
+    if size == 1 and request.node.get_closest_marker("spawn") is None:
         pytest.skip("one rank makes no call that could differ")
 
 
@@ -148,3 +151,84 @@ def test_the_core_hands_these_calls_back_at_the_same_count():
     if core is None:
         pytest.skip("the compiled core is not in use")
     assert core.SIGNED == _sizes.SIGNED
+
+
+# Where a group's calls are MPI's collectives (more than 8 ranks; here MPICOLL_DIRECT=0),
+# the counts beside the data carry the call's signature: rank 0 makes each call with
+# another dtype of the same size (int32 against float32: the same counts, the same
+# bytes, each rank's bits reinterpreted before) or another reduce op, twice (the second
+# call: the quick path), and prints what it got
+_THROUGH_MPI = """
+import numpy as np, mpicoll as dist
+from mpicoll.errors import SignatureMismatch
+rank, size = dist.get_rank(), dist.get_world_size()
+dt = np.int32 if rank == 0 else np.float32
+calls = {
+    "all_to_all_single": lambda: dist.all_to_all_single(np.zeros(2 * size, dt),
+                                                        np.ones(2 * size, dt)),
+    "all_to_all_single uneven": lambda: dist.all_to_all_single(  # (j + 1 to rank j)
+        np.zeros(size * (rank + 1), dt), np.ones(size * (size + 1) // 2, dt),
+        [rank + 1] * size, [j + 1 for j in range(size)]),
+    "all_to_all": lambda: dist.all_to_all([np.zeros(2, dt) for _ in range(size)],
+                                          [np.ones(2, dt) for _ in range(size)]),
+    "all_gather_into_tensor": lambda: dist.all_gather_into_tensor(np.zeros(2 * size, dt),
+                                                                  np.ones(2, dt)),
+    "all_gather": lambda: dist.all_gather([np.zeros(2, dt) for _ in range(size)],
+                                          np.ones(2, dt)),
+    "reduce_scatter_tensor": lambda: dist.reduce_scatter_tensor(
+        np.zeros(2), np.ones(2 * size),
+        op=dist.ReduceOp.AVG if rank == 0 else dist.ReduceOp.SUM),
+    "reduce_scatter": lambda: dist.reduce_scatter(
+        np.zeros(2), [np.ones(2) for _ in range(size)],
+        op=dist.ReduceOp.MAX if rank == 0 else dist.ReduceOp.SUM),
+    "gather": lambda: dist.gather(np.ones(2, dt), [np.zeros(2, dt) for _ in range(size)]
+                                  if rank == 1 else None, dst=1),
+    "scatter": lambda: dist.scatter(np.zeros(2, dt), [np.ones(2, dt) for _ in range(size)]
+                                    if rank == 1 else None, src=1),
+}
+for name, call in calls.items():
+    for _ in range(2):
+        try:
+            call()
+            print(f"rank {rank}: {name}: returned", flush=True)
+        except SignatureMismatch as e:
+            print(f"rank {rank}: {name}: {e}", flush=True)
+    dist.barrier()
+out = np.zeros(2 * size, np.float32)  # what follows is right again
+dist.all_gather_into_tensor(out, np.full(2, rank, np.float32))
+print(f"rank {rank}: after: {out.tolist()}", flush=True)
+"""
+
+
+@pytest.mark.spawn
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_the_counts_beside_mpi_s_collectives_carry_the_signature(ranks):
+    res = run(ranks, ["-c", _THROUGH_MPI], timeout=90, MPICOLL_DIRECT="0")
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout
+    # (each rank's lines; two ranks' may come joined on one line)
+    lines = [t.strip() for t in re.split(r"(?=rank \d+: )", out) if t.strip()]
+    for r in range(ranks):
+        here = "'int32' here" if r == 0 else "'float32' here"
+        # every rank that receives from rank 0 (all of them, in an exchange; every rank
+        # where MPI relays the data)
+        for name in ("all_to_all_single", "all_to_all_single uneven", "all_to_all",
+                     "all_gather_into_tensor", "all_gather"):
+            said = [line for line in lines if line.startswith(f"rank {r}: {name}: ")]
+            assert len(said) == 2 and all("dtype: " in s and here in s for s in said), (
+                name, out)
+        for name, other in (("reduce_scatter_tensor", "AVG"), ("reduce_scatter", "MAX")):
+            said = [line for line in lines if line.startswith(f"rank {r}: {name}: ")]
+            assert len(said) == 2 and all(f"reduce op: '{other}'" in s or
+                                          f"'{other}' here" in s for s in said), (name, out)
+        # gather: the root (rank 1) raises, the others only send; scatter: each rank the
+        # root sends to, whose dtype is another than the root's (rank 0)
+        gather = r"gather: gather #\d+: rank 0 made another call" if r == 1 else \
+            "gather: returned"
+        scatter = r"scatter: scatter #\d+: rank 1 made another call" if r == 0 else \
+            "scatter: returned"
+        for want in (gather, scatter):
+            assert sum(bool(re.match(f"rank {r}: {want}", line)) for line in lines) == 2, (
+                want, out)
+        assert f"rank {r}: after: {[float(j) for j in range(ranks) for _ in range(2)]}" \
+            in out, out

@@ -82,7 +82,7 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
         mine, theirs = (a, hit[1]), (area(q), *hit)
     args = (mine, theirs, root) if gathering else (theirs, mine, root)
     sizes = rooted_sizes(name, pg, root, gathering, a.size,
-                         None if theirs is None else q[4])
+                         None if theirs is None else q[4], a.dtype)
     if gathering:
         quick(name, pg, "Igatherv", args, sizes)
     else:

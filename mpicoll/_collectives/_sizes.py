@@ -42,10 +42,18 @@ class Sizes:
     or the MPI op) and what this rank expects to receive (bytes of int64, None where
     this rank receives nothing to compare). Made once per call signature
     (:func:`_kept`) and kept with the quick path's entry; read-only, so calls in flight
-    at once share it."""
+    at once share it.
+
+    ``sig``: the call's signature (:func:`._signature.code`: which collective, dtype and
+    reduce op), or 0. Where it is given, each count posted travels with it, as the pair
+    (count, signature), and a receiver whose counts agree but whose peer's signature
+    differs raises SignatureMismatch: MPI's collectives carry no tag, so on groups whose
+    calls are MPI's (more than 8 ranks) this is what tells a float32 call from a float64
+    one of the same counts, at no extra message. Direct messages carry it in their tags
+    (:mod:`._messages`), and word their counts with the same object."""
 
     __slots__ = ("after", "expected", "form", "method", "n", "op", "root", "says", "send",
-                 "sent")
+                 "sent", "sig")
     # whether every rank compares the counts (:class:`Agreed`): then a rank whose data
     # MPI may never complete can leave it, every rank knowing; where only a receiver
     # compares, its own data completes (cut short, or with an error) and its peers', which
@@ -53,7 +61,12 @@ class Sizes:
     relayed = False
 
     def __init__(self, op: str, method: str, send: Any, n: int, expected: list[int] | None,
-                 says: str, root: int | None = None, after: tuple = ()) -> None:
+                 says: str, root: int | None = None, after: tuple = (), sig: int = 0) -> None:
+        self.sig = sig
+        if sig:  # (each count with the signature beside it)
+            send = None if send is None else [v for c in send for v in (c, sig)]
+            expected = None if expected is None else [v for c in expected for v in (c, sig)]
+            n *= 2
         self.op, self.method, self.n, self.root, self.says = op, method, n, root, says
         self.after = after if root is None else (root,)
         self.send = None if send is None else _array(send, _int64)
@@ -110,12 +123,31 @@ class Sizes:
     def mismatch(self, recv: Any, me: int, seq: int = 0) -> None:
         want = _frombuffer(self.expected, _int64)
         got = [int(c) for c in recv]
+        sigs = None
+        if self.sig:  # (counts posted as (count, signature) pairs; a direct call's alone)
+            if len(got) == len(want):
+                got, sigs = got[0::2], got[1::2]
+            want = want[0::2]
         bad = [(j, got[j], int(want[j])) for j in range(len(got)) if got[j] != want[j]]
+        if not bad and sigs is not None:
+            self.signatures_differ(sigs, me, seq)
         said = "; ".join(self.says.format(peer=j, me=me, got=_elements(g), want=w,
                                           root=self.root) for j, g, w in bad)
         raise torch_flavoured(SizeMismatch)(
             f"{self.op}: the ranks disagree on sizes: {said}. {self.outcome.format(me=me)}; "
             "every rank must pass sizes that match its peers'")
+
+    def signatures_differ(self, sigs: list[int], me: int, seq: int) -> None:
+        """Raise SignatureMismatch: the signatures ``sigs`` received (one per count) are
+        not all this call's."""
+        j = next(j for j, s in enumerate(sigs) if s != self.sig)
+        peer = self.root if self.method == "Iscatter" else j
+        op = f"{self.op} #{seq}" if seq else self.op
+        raise torch_flavoured(SignatureMismatch)(
+            f"{op}: rank {peer} made another call than rank {me} at the same point: "
+            f"{'; '.join(differs(self.sig, sigs[j]))}. The output of rank {me} is not what "
+            "the call asked for; every rank must make the same collectives, in the same "
+            "order, with the same dtype and reduce op")
 
     # what the mismatch means for this rank's output
     outcome = ("The output of rank {me} is not what the call asked for (MPI may have cut a "
@@ -152,13 +184,28 @@ class Agreed(Sizes):
     __slots__ = ()
     relayed = True
 
-    def __init__(self, op: str, counts: list[int], says: str) -> None:
-        both = [*counts, *(-c for c in counts)]
+    def __init__(self, op: str, counts: list[int], says: str, sig: int = 0) -> None:
+        # (the signature, where given, as one more number whose least and greatest must be
+        # this rank's)
+        values = [*counts, sig] if sig else list(counts)
+        both = [*values, *(-c for c in values)]
         super().__init__(op, "Iallreduce", both, len(both), both, says, after=(_MAX,))
+        self.sig = sig
 
     def mismatch(self, recv: Any, me: int, seq: int = 0) -> None:
         n = self.n // 2
         mine = _frombuffer(self.expected, _int64)[:n]
+        if self.sig:  # (the last number: the signature)
+            n -= 1
+            if all(recv[j] == mine[j] and recv[n + 1 + j] == -mine[j] for j in range(n)):
+                other = int(recv[n]) if recv[n] != self.sig else -int(recv[2 * n + 1])
+                op = f"{self.op} #{seq}" if seq else self.op
+                raise torch_flavoured(SignatureMismatch)(
+                    f"{op}: the ranks made different calls at the same point: "
+                    f"{'; '.join(differs(self.sig, other))}. MPI passes the data on between "
+                    "ranks, so no rank's output can be trusted; every rank must make the "
+                    "same collectives, in the same order, with the same dtype and reduce op")
+            recv = [*recv[:n], *recv[n + 1:2 * n + 1]]
         said = "; ".join(
             self.says.format(peer=j, me=me, lo=-int(recv[n + j]), hi=int(recv[j]),
                              want=int(mine[j]))
@@ -181,7 +228,7 @@ class Signed(Agreed):
     __slots__ = ()
 
     def __init__(self, op: str, signature: int, root: int, count: int) -> None:
-        super().__init__(op, [signature, root, count], "")
+        super().__init__(op, [signature, root, count], "")  # (the signature is a value here)
 
     def mismatch(self, recv: Any, me: int, seq: int = 0) -> None:
         mine = [int(v) for v in _frombuffer(self.expected, _int64)[:3]]
@@ -227,25 +274,36 @@ def signed(op: str, pg: Any, dtype: Any, reduce_op: Any, root: int,
     return _kept(("signed", op, sig, root, count), lambda: Signed(op, sig, root, count))
 
 
-def agreed(op: str, pg: Any, counts: list[int], what: str) -> Agreed | None:
+def agreed(op: str, pg: Any, counts: list[int], what: str, dtype: Any = None,
+           reduce_op: Any = None) -> Agreed | None:
     """The counts of an all_gather or reduce_scatter, which every rank must state alike
-    (:class:`Agreed`); None with one rank, or off."""
+    (:class:`Agreed`), with the call's signature where ``dtype`` is given (and
+    ``reduce_op``: a name or a ReduceOp); None with one rank, or off."""
     if pg._size == 1 or not sizes_on():
         return None
-    return _kept(("agreed", op, what, *counts), lambda: Agreed(
+    sig = _code(op, dtype, reduce_op)
+    return _kept(("agreed", op, what, sig, *counts), lambda: Agreed(
         op, counts, "the size of " + what + " is from {lo} to {hi} elements across the "
-        "ranks ({want} on rank {me})"))
+        "ranks ({want} on rank {me})", sig))
 
 
-def exchange(op: str, pg: Any, scounts: list[int], rcounts: list[int],
-             what: str) -> Sizes | None:
+def exchange(op: str, pg: Any, scounts: list[int], rcounts: list[int], what: str,
+             dtype: Any = None) -> Sizes | None:
     """The counts an exchange carries beside its data: this rank's send counts, each
-    peer's compared with ``rcounts``; None with one rank, or off."""
+    peer's compared with ``rcounts`` (with the call's signature where ``dtype`` is
+    given); None with one rank, or off."""
     if pg._size == 1 or not sizes_on():
         return None
-    return _kept(("exchange", op, what, *scounts, None, *rcounts), lambda: Sizes(
+    sig = _code(op, dtype)
+    return _kept(("exchange", op, what, sig, *scounts, None, *rcounts), lambda: Sizes(
         op, "Ialltoall", scounts, pg._size, rcounts,
-        "rank {peer} sends {got} to rank {me}, whose " + what + " holds {want} for it"))
+        "rank {peer} sends {got} to rank {me}, whose " + what + " holds {want} for it",
+        sig=sig))
+
+
+def _code(op: str, dtype: Any, reduce_op: Any = None) -> int:
+    """The signature the counts of call ``op`` carry (0: none, where ``dtype`` is None)."""
+    return 0 if dtype is None else code(op, dtype, getattr(reduce_op, "name", reduce_op))
 
 
 def scattered(op: str, pg: Any, scounts: list[int], count: int, what: str) -> Sizes | None:
@@ -262,24 +320,27 @@ _SLOT = {"gather_single": "gather_tensor's block {peer}", "reduce": "tensor"}
 
 
 def rooted(name: str, pg: Any, root: int, gathering: bool, mine: int,
-           counts: Any) -> Sizes | None:
+           counts: Any, dtype: Any = None) -> Sizes | None:
     """The counts a gather sends to its root, compared there with ``counts`` (the sizes
     of gather_list), or a scatter's root sends out (``counts``: scatter_list's), each
     rank comparing its own with ``mine``, its tensor's size. ``counts`` is None off the
-    root; None with one rank, or off."""
+    root; with the call's signature where ``dtype`` is given. None with one rank, or
+    off."""
     if pg._size == 1 or not sizes_on():
         return None
+    sig = _code(name, dtype)
+    key = (name, root, mine, sig, None if counts is None else tuple(counts))
     if gathering:
-        return _kept((name, root, mine, None if counts is None else tuple(counts)),
-                     lambda: Sizes(name, "Igather", [mine],
-                                   0 if counts is None else pg._size, counts,
-                                   "rank {peer} sends {got}, and " +
-                                   _SLOT.get(name, "gather_list[{peer}]") +
-                                   " on the root (rank {me}) holds {want}", root))
-    return _kept((name, root, mine, None if counts is None else tuple(counts)),
-                 lambda: Sizes(name, "Iscatter", counts, 1, [mine],
-                               "the root (rank {root}) sends {got} in scatter_list[{me}], "
-                               "and tensor on rank {me} holds {want}", root))
+        return _kept(key, lambda: Sizes(name, "Igather", [mine],
+                                        0 if counts is None else pg._size, counts,
+                                        "rank {peer} sends {got}, and " +
+                                        _SLOT.get(name, "gather_list[{peer}]") +
+                                        " on the root (rank {me}) holds {want}", root,
+                                        sig=sig))
+    return _kept(key, lambda: Sizes(name, "Iscatter", counts, 1, [mine],
+                                    "the root (rank {root}) sends {got} in "
+                                    "scatter_list[{me}], and tensor on rank {me} holds "
+                                    "{want}", root, sig=sig))
 
 
 def broadcast(name: str, pg: Any, root: int, mine: int) -> Sizes | None:

@@ -73,7 +73,7 @@ def _into_tensor(name: str, pg: Any, output_tensor: Any, input_tensor: Any,
         return _all_gather_direct.into_tensor(pg, src, dst, output_tensor, count, dt,
                                                 async_op, _QUICK)
     # the counts beside the data, every rank comparing (MPI relays blocks between ranks)
-    sizes = agreed(name, pg, [count], "input_tensor")
+    sizes = agreed(name, pg, [count], "input_tensor", src.dtype)
     by_a2a = _by_alltoallv(pg.my_rank, count, [count] * n, rarr.nbytes)
     if src.dtype in PLAIN and rarr.size <= INT_MAX:
         _QUICK[exchange_key(rarr, src.array, pg, pg.my_rank)] = \
@@ -184,7 +184,7 @@ def _all_gather(name: str, pg: Any, tensor_list: Any, tensor: Any,
     if _direct.chosen(pg):  # (the group's size alone decides: alike on every rank)
         return _all_gather_direct.listed(pg, src, sendspec, recv, staged, counts, outs,
                                          tensor_list, async_op, _QUICK_LISTS)
-    sizes = agreed(name, pg, counts, "tensor_list[{peer}] (rank {peer}'s tensor)")
+    sizes = agreed(name, pg, counts, "tensor_list[{peer}] (rank {peer}'s tensor)", src.dtype)
     by_a2a = _by_alltoallv(pg.my_rank, src.numel, counts, recv.nbytes)
     # with sizes: Allgatherv even for equal counts, so that ranks whose counts disagree
     # still make one call (unless the disagreement moves one of them across the

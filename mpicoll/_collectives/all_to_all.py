@@ -91,7 +91,8 @@ def _single(name: str, pg: Any, output: Any, input: Any, output_split_sizes: Any
                               _QUICK, output, async_op)
     if scounts is None and rcounts is None:
         args = ([sarr, sarr.size // n, dt], [rarr, rarr.size // n, dt])
-        sizes = exchange_sizes(name, pg, [sarr.size // n] * n, [rarr.size // n] * n, "output")
+        sizes = exchange_sizes(name, pg, [sarr.size // n] * n, [rarr.size // n] * n, "output",
+                               src.dtype)
         if quick_key is not None:
             _QUICK[quick_key] = ("Ialltoall", sarr.size // n, rarr.size // n, dt, None, None,
                                  sizes)
@@ -99,7 +100,7 @@ def _single(name: str, pg: Any, output: Any, input: Any, output_split_sizes: Any
                      sig=lambda: {"dtype": src.dtype, "send": [sarr.size // n] * n,
                                   "recv": [rarr.size // n] * n}, sizes=sizes)
     scounts, rcounts = _uneven(pg, src, dst, scounts, rcounts, row)
-    sizes = exchange_sizes(name, pg, scounts, rcounts, "output")
+    sizes = exchange_sizes(name, pg, scounts, rcounts, "output", src.dtype)
     args, own = alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
     if quick_key is not None:  # (copies: the counts may be the caller's lists)
         (sc, sd), (rc, rd) = args[0][1], args[1][1]
@@ -255,7 +256,8 @@ def _all_to_all(name: str, pg: Any, output_tensor_list: Any, input_tensor_list: 
         _validate.distinct_outputs(name, outs, "output_tensor_list")
     if np.may_share_memory(send, recv):
         send = send.copy()
-    sizes = exchange_sizes(name, pg, scounts, rcounts, "output_tensor_list[{peer}]")
+    sizes = exchange_sizes(name, pg, scounts, rcounts, "output_tensor_list[{peer}]",
+                           send.dtype)
     unpack = (lambda: _pack.unpack(recv, outs)) if staged else None
     sig = lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts}  # noqa: E731
     if _direct.chosen(pg):

@@ -107,8 +107,8 @@ def all_gather_coalesced(output_tensor_lists: list[list[Any]], input_tensor_list
     outputs = [t for lst in output_tensor_lists for t in lst]
     # each entry's count beside the data, every rank comparing (MPI relays blocks
     # between ranks; lists that split one total otherwise would land shifted)
-    sizes = agreed(name, pg, [x.numel for x in ins], "input_tensor_list[{peer}]") \
-        if ins else None
+    sizes = agreed(name, pg, [x.numel for x in ins], "input_tensor_list[{peer}]",
+                   ins[0].dtype) if ins else None
     return issue(name, pg, "Allgather", ([send, dt], [recv, dt]), finish, async_op, outputs,
                  keep=(ins, outs), sig=lambda: {"dtype": ins[0].dtype if ins else "",
                                                "numel": send.size}, sizes=sizes)

@@ -40,7 +40,7 @@ def gather_single(tensor: Any, gather_tensor: Any = None, dst: int | None = None
     if pg.my_rank != root:
         return issue(name, pg, "Gather", ([src.array, n, dt], None, root), None, async_op,
                      sig=lambda: {"dtype": src.dtype, "root": root, "mine": n},
-                     sizes=rooted_sizes(name, pg, root, True, n, None))
+                     sizes=rooted_sizes(name, pg, root, True, n, None, src.dtype))
     if gather_tensor is None:
         raise _Value(name, "missing", "{arg} is required on the destination rank",
                      {"arg": "gather_tensor"})
@@ -57,7 +57,7 @@ def gather_single(tensor: Any, gather_tensor: Any = None, dst: int | None = None
     return issue(name, pg, "Gather", ([send, n, dt], [out.array, n, dt], root),
                  out.commit_hook, async_op, [gather_tensor],
                  sig=lambda: {"dtype": src.dtype, "root": root, "mine": n},
-                 sizes=rooted_sizes(name, pg, root, True, n, [n] * pg.nranks))
+                 sizes=rooted_sizes(name, pg, root, True, n, [n] * pg.nranks, src.dtype))
 
 
 gather_into_tensor = gather_single

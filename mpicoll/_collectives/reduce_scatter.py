@@ -62,7 +62,7 @@ def _tensor(name: str, pg: Any, output: Any, input: Any, op: Any,
                             if _reduce.repeatable(op, dst.dtype, p) else None)
     block = block_reduce_scatter(src.array.nbytes)
     # the counts beside the data, every rank comparing (MPI relays chunks between ranks)
-    sizes = agreed(name, pg, [dst.numel], "output (each rank's chunk)")
+    sizes = agreed(name, pg, [dst.numel], "output (each rank's chunk)", dst.dtype, op_name(op))
     if _reduce.repeatable(op, dst.dtype, p):
         arr = dst.array
         if src.array.size <= INT_MAX:
@@ -156,7 +156,8 @@ def _reduce_scatter(name: str, pg: Any, output: Any, input_list: Any, op: Any,
     dt = mpi_datatype(recv.dtype)
     # the counts travel beside the data (_sizes); the same call on every rank even where
     # they disagree, which the block call's choice by local counts would not give
-    sizes = agreed(name, pg, counts, "input_list[{peer}] (the chunk for rank {peer})")
+    sizes = agreed(name, pg, counts, "input_list[{peer}] (the chunk for rank {peer})",
+                   dst.dtype, op_name(op))
     if sizes is None and min(counts) == max(counts) and block_reduce_scatter(packed.nbytes):
         method, args = "Reduce_scatter_block", ([send, counts[0], dt], [recv, counts[0], dt],
                                                 p.mpi_op)

@@ -222,8 +222,8 @@ def _gather(name: str, pg: Any, root: int, tensor: Any, gather_list: Any,
             raise _Value(name, "off_root", "{arg} must be given on the destination rank only "
                          "(group rank {expected}); this is group rank {got}",
                          {"arg": "gather_list"}, expected=root, got=pg.my_rank)
-        args, sizes = ([src.array, dt], None, root), rooted_sizes(name, pg, root, True,
-                                                                  src.numel, None)
+        args, sizes = ([src.array, dt], None, root), rooted_sizes(
+            name, pg, root, True, src.numel, None, src.dtype)
         sig = lambda: {"dtype": src.dtype, "root": root, "mine": src.numel}  # noqa: E731
         if _direct.chosen(pg):
             return _rooted_direct.rooted(name, pg, root, True, src.array, dt, args, sizes,
@@ -255,7 +255,7 @@ def _gather(name: str, pg: Any, root: int, tensor: Any, gather_list: Any,
         if staged:
             _pack.unpack(recv, outs)
 
-    sizes = rooted_sizes(name, pg, root, True, src.numel, counts)
+    sizes = rooted_sizes(name, pg, root, True, src.numel, counts, src.dtype)
     sig = lambda: {"dtype": src.dtype, "root": root, "mine": src.numel,  # noqa: E731
                    "root_counts": counts}
     if _direct.chosen(pg):
@@ -300,8 +300,8 @@ def _scatter(name: str, pg: Any, root: int, tensor: Any, scatter_list: Any,
             raise _Value(name, "off_root", "{arg} must be given on the source rank only "
                          "(group rank {expected}); this is group rank {got}",
                          {"arg": "scatter_list"}, expected=root, got=pg.my_rank)
-        args, sizes = (None, [dst.array, dt], root), rooted_sizes(name, pg, root, False,
-                                                                  dst.numel, None)
+        args, sizes = (None, [dst.array, dt], root), rooted_sizes(
+            name, pg, root, False, dst.numel, None, dst.dtype)
         sig = lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel}  # noqa: E731
         if _direct.chosen(pg):
             return _rooted_direct.rooted(name, pg, root, False, dst.array, dt, args, sizes,
@@ -326,7 +326,7 @@ def _scatter(name: str, pg: Any, root: int, tensor: Any, scatter_list: Any,
     args = ([send, (counts, _pack.displs(counts)), dt], [dst.array, dt], root)
     if dst.dtype in PLAIN:
         _QUICK_SCATTER[(send.dtype, dst.numel, root, *counts)] = args[0][1:]
-    sizes = rooted_sizes(name, pg, root, False, dst.numel, counts)
+    sizes = rooted_sizes(name, pg, root, False, dst.numel, counts, dst.dtype)
     sig = lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel,  # noqa: E731
                    "root_counts": counts}
     if _direct.chosen(pg):
