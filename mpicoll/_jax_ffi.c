@@ -19,6 +19,11 @@
  * itself runs as every other face's does (its checks, recorder, watched wait and, where
  * it is in use, the compiled core), so nothing here talks to MPI.
  *
+ * A site registered in place (all_reduce, broadcast, reduce: the result overwrites the
+ * input) gets its input copied into its output buffer here, where XLA gave two buffers
+ * (where it aliased them, nothing is copied), and one array over the output passed as
+ * both: the host function then works in place with no test of its own.
+ *
  * Built where JAX's headers are found at build time (setup.py: jax.ffi.include_dir(),
  * the C header of XLA's FFI); where it is not, the face lowers to the buffer callback.
  */
@@ -39,7 +44,7 @@
 #endif
 
 /* every site registered in this process: (host, input dtype, output dtype, input bytes,
- * output bytes) tuples, indexed by the custom call's `site` attribute; the face
+ * output bytes, in place) tuples, indexed by the custom call's `site` attribute; the face
  * registers each distinct collective once (mpicoll/jax/_primitive.py) */
 static PyObject *sites = NULL;
 
@@ -99,26 +104,29 @@ static XLA_FFI_Buffer *data_buffer(int64_t n, void **items) {
 /* A numpy array over XLA's buffer, of the dtype the lowering gave (it owns nothing),
  * where the buffer holds the `nbytes` the lowering saw (else a site that is not this
  * call's: refused, never read or written past the buffer) */
-static PyObject *over(XLA_FFI_Buffer *b, PyObject *descr, PyObject *nbytes) {
-    npy_intp dims[MAX_RANK];
+static int holds(XLA_FFI_Buffer *b, PyObject *descr, PyObject *nbytes) {
     if (b->rank > MAX_RANK) {
         PyErr_Format(PyExc_ValueError, "mpicoll: an array of rank %lld (most: %d)",
                      (long long)b->rank, MAX_RANK);
-        return NULL;
+        return 0;
     }
     long long have = PyDataType_ELSIZE((PyArray_Descr *)descr);
-    for (int64_t i = 0; i < b->rank; i++) {
-        dims[i] = (npy_intp)b->dims[i];
-        have *= b->dims[i];
-    }
+    for (int64_t i = 0; i < b->rank; i++) have *= b->dims[i];
     long long want = PyLong_AsLongLong(nbytes);
-    if (want == -1 && PyErr_Occurred()) return NULL;
+    if (want == -1 && PyErr_Occurred()) return 0;
     if (have != want) {
         PyErr_Format(PyExc_ValueError, "mpicoll: XLA's buffer holds %lld bytes where the "
                      "collective compiled here takes %lld: a site of another program",
                      have, want);
-        return NULL;
+        return 0;
     }
+    return 1;
+}
+
+static PyObject *over(XLA_FFI_Buffer *b, PyObject *descr, PyObject *nbytes) {
+    npy_intp dims[MAX_RANK];
+    if (!holds(b, descr, nbytes)) return NULL;
+    for (int64_t i = 0; i < b->rank; i++) dims[i] = (npy_intp)b->dims[i];
     Py_INCREF(descr); /* (stolen) */
     return PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)descr, (int)b->rank, dims,
                                 NULL, b->data, NPY_ARRAY_CARRAY, NULL);
@@ -144,9 +152,17 @@ static XLA_FFI_Error *run_site(const XLA_FFI_Api *api, int64_t index, XLA_FFI_Bu
                          "mpicoll: a collective compiled in another process, or an unknown "
                          "site: trace the function again in this process");
     PyObject *site = PyList_GET_ITEM(sites, index); /* borrowed: the list keeps it */
-    PyObject *a = over(in, PyTuple_GET_ITEM(site, 1), PyTuple_GET_ITEM(site, 3));
-    PyObject *b = a == NULL ? NULL
-        : over(out, PyTuple_GET_ITEM(site, 2), PyTuple_GET_ITEM(site, 4));
+    int in_place = PyTuple_GET_ITEM(site, 5) == Py_True;
+    PyObject *a = NULL, *b = over(out, PyTuple_GET_ITEM(site, 2), PyTuple_GET_ITEM(site, 4));
+    if (b != NULL && in_place) {
+        if (holds(in, PyTuple_GET_ITEM(site, 1), PyTuple_GET_ITEM(site, 3)))
+            a = Py_NewRef(b); /* (the sizes equal: add_site) */
+        if (a != NULL && in->data != out->data)
+            memcpy(out->data, in->data, (size_t)PyArray_NBYTES((PyArrayObject *)b));
+    } else if (b != NULL) {
+        a = over(in, PyTuple_GET_ITEM(site, 1), PyTuple_GET_ITEM(site, 3));
+    }
+    if (a == NULL) Py_CLEAR(b);
     PyObject *res = NULL;
     if (b != NULL) {
         Seen *w = &seen[index];
@@ -210,19 +226,23 @@ static PyObject *handler(PyObject *self, PyObject *unused) {
     return PyCapsule_New((void *)handle, NULL, NULL);
 }
 
-/* add_site(host, input dtype, output dtype, input bytes, output bytes) -> the index for
- * the `site` attribute */
+/* add_site(host, input dtype, output dtype, input bytes, output bytes, in_place=False)
+ * -> the index for the `site` attribute */
 static PyObject *add_site(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *host, *tin, *tout, *nin, *nout, *din = NULL, *dout = NULL, *site = NULL;
-    if (!PyArg_ParseTuple(args, "OOOO!O!", &host, &tin, &tout, &PyLong_Type, &nin,
-                          &PyLong_Type, &nout))
+    int in_place = 0;
+    if (!PyArg_ParseTuple(args, "OOOO!O!|p", &host, &tin, &tout, &PyLong_Type, &nin,
+                          &PyLong_Type, &nout, &in_place))
         return NULL;
     if (!PyCallable_Check(host))
         PyErr_SetString(PyExc_TypeError, "add_site: host must be callable");
-    else if (PyArray_DescrConverter(tin, (PyArray_Descr **)&din) &&
-             PyArray_DescrConverter(tout, (PyArray_Descr **)&dout))
-        site = PyTuple_Pack(5, host, din, dout, nin, nout);
+    else if (in_place && PyObject_RichCompareBool(nin, nout, Py_EQ) != 1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "add_site: in place, the sizes must be equal");
+    } else if (PyArray_DescrConverter(tin, (PyArray_Descr **)&din) &&
+               PyArray_DescrConverter(tout, (PyArray_Descr **)&dout))
+        site = PyTuple_Pack(6, host, din, dout, nin, nout, in_place ? Py_True : Py_False);
     Py_XDECREF(din);
     Py_XDECREF(dout);
     if (site == NULL) return NULL;
@@ -247,7 +267,7 @@ static PyObject *add_site(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"handler", handler, METH_NOARGS, "the FFI handler, as a PyCapsule"},
     {"add_site", add_site, METH_VARARGS,
-     "register (host, input dtype, output dtype, input bytes, output bytes)"},
+     "register (host, input dtype, output dtype, input bytes, output bytes, in_place)"},
     {NULL, NULL, 0, NULL},
 };
 

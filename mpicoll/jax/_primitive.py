@@ -166,17 +166,20 @@ def _no_lean(src: Any, out: Any, fresh: bool = False) -> bool:  # (no lean form:
 _lower_io = _io_lowering()
 
 
-def _host_function(kind: str, spec: tuple, twin: _host.Twin, aval: Any,
-                   out_aval: Any) -> Callable[..., None]:
+def _host_function(kind: str, spec: tuple, twin: _host.Twin, aval: Any, out_aval: Any,
+                   copied: bool = False) -> Callable[..., Any]:
     """What the CPU lowerings run: (input, output) numpy arrays over XLA's buffers, and
-    whether they are fresh (the FFI handler's: not the buffers of its last calls)."""
+    whether they are fresh (the FFI handler's: not the buffers of its last calls).
+    ``copied``: the FFI handler has copied the input into the output, and passes the
+    output as both (an in-place site)."""
     lean = _host.lean(kind, spec, twin, aval.dtype, tuple(aval.shape), tuple(out_aval.shape),
-                      True if _ALIASED == [True] else None) or _no_lean
+                      True if copied or _ALIASED == [True] else None)
+    if lean is not None:  # (a lean form always makes the call: no frame around it)
+        return lean
     run = _host.run
 
     def host(src: np.ndarray, out: np.ndarray, fresh: bool = False) -> None:
-        if not lean(src, out, fresh):
-            run(kind, spec, twin, src, out)
+        run(kind, spec, twin, src, out)
 
     return host
 
@@ -192,9 +195,12 @@ def _site(kind: str, spec: tuple, twin: _host.Twin, aval: Any, out_aval: Any) ->
            tuple(_ALIASED), _host.lean, _host.run)
     index = _sites.get(key)
     if index is None:
-        host = _host_function(kind, spec, twin, aval, out_aval)
+        # (in place: the handler copies the input into the output where they differ; not
+        # the probe's, which looks at whether XLA aliased them)
+        in_place = kind in _IN_PLACE and kind != "_probe"
+        host = _host_function(kind, spec, twin, aval, out_aval, in_place)
         index = _sites[key] = _registered[0].add_site(
-            host, aval.dtype, out_aval.dtype, _nbytes(aval), _nbytes(out_aval))
+            host, aval.dtype, out_aval.dtype, _nbytes(aval), _nbytes(out_aval), in_place)
     return index
 
 
