@@ -1432,9 +1432,21 @@ typedef struct {
 #define DICT_VERSIONS 1
 #endif
 
+/* Whether `part` is the part remembered: the same object, or a tuple of the same objects
+ * (a reduce's (op, root), made anew by each call) */
+static int same_part(PyObject *kept, PyObject *part) {
+    if (kept == part) return 1;
+    if (kept == NULL || !PyTuple_CheckExact(kept) || !PyTuple_CheckExact(part) ||
+        PyTuple_GET_SIZE(kept) != PyTuple_GET_SIZE(part))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(part); i++)
+        if (PyTuple_GET_ITEM(kept, i) != PyTuple_GET_ITEM(part, i)) return 0;
+    return 1;
+}
+
 static PyObject *entry(Memo *m, PyObject *table, PyObject *descr, PyObject *part) {
 #ifdef DICT_VERSIONS
-    if (m->table == table && m->descr == descr && m->part == part &&
+    if (m->table == table && m->descr == descr && same_part(m->part, part) &&
         ((PyDictObject *)table)->ma_version_tag == m->version)
         return m->hit;
 #endif
@@ -1444,21 +1456,21 @@ static PyObject *entry(Memo *m, PyObject *table, PyObject *descr, PyObject *part
     Py_DECREF(key);
 #ifdef DICT_VERSIONS
     if (hit != NULL) {
-        Py_INCREF(table);
-        Py_XSETREF(m->table, table);
-        Py_INCREF(descr);
-        Py_XSETREF(m->descr, descr);
-        Py_INCREF(part);
-        Py_XSETREF(m->part, part);
-        Py_INCREF(hit);
-        Py_XSETREF(m->hit, hit);
+        /* (every new reference taken before an old one goes: what a release runs cannot
+         * free `hit`, borrowed from the dict until then) */
+        PyObject *old[4] = {m->table, m->descr, m->part, m->hit};
+        m->table = Py_NewRef(table);
+        m->descr = Py_NewRef(descr);
+        m->part = Py_NewRef(part);
+        m->hit = Py_NewRef(hit);
         m->version = ((PyDictObject *)table)->ma_version_tag;
+        for (int i = 0; i < 4; i++) Py_XDECREF(old[i]);
     }
 #endif
     return hit;
 }
 
-static Memo reduce_memo, bcast_memo;
+static Memo reduce_memo, rooted_memo, bcast_memo; /* all_reduce's, reduce's, broadcast's */
 
 /* An all_reduce or broadcast of at least this many elements that MPI's collective makes
  * is handed back to Python, which posts its signature beside the data
@@ -1486,8 +1498,9 @@ static PyObject *reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *a = quick_array(tensor, 1, args[5]), *result = NULL;
     if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
-    PyObject *hit = entry(&reduce_memo, table, (PyObject *)PyArray_DESCR((PyArrayObject *)a),
-                          args[4]); /* borrowed */
+    /* (a reduce's part is (op, root), an all_reduce's the op: a memo each) */
+    PyObject *hit = entry(PyTuple_CheckExact(args[4]) ? &rooted_memo : &reduce_memo, table,
+                          (PyObject *)PyArray_DESCR((PyArrayObject *)a), args[4]); /* borrowed */
     if (hit == NULL) {
         if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
         goto out;

@@ -232,3 +232,19 @@ def test_the_counts_beside_mpi_s_collectives_carry_the_signature(ranks):
                 want, out)
         assert f"rank {r}: after: {[float(j) for j in range(ranks) for _ in range(2)]}" \
             in out, out
+
+
+def test_the_counts_go_in_pairs_wherever_a_signature_is_given(group):
+    # every rank of a call gives one or none, whatever its value: a signature of 0 (a
+    # collective and a dtype that have no code) still goes beside its count, so that the
+    # ranks post counts of one shape
+    s = _sizes.rooted("gather_single", group, 0, True, 3, None, "no such dtype")
+    assert s.sig == 0 and s.send.tolist() == [3, 0]
+    assert _sizes.rooted("gather_single", group, 0, True, 3, None).send.tolist() == [3]
+
+
+def test_numpy_s_names_of_the_extended_precisions_have_their_codes():
+    from mpicoll._collectives._signature import code
+    assert code("all_reduce", np.dtype(np.longdouble)) == code("all_reduce", "longdouble")
+    assert code("all_reduce", np.dtype(np.clongdouble)) == code("all_reduce", "clongdouble")
+    assert code("all_reduce", "longdouble") != code("all_reduce", "no such dtype")

@@ -29,6 +29,9 @@ _DTYPES = ("", "float16", "bfloat16", "float32", "float64", "complex64", "comple
            "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
            "float8_e4m3fn", "float8_e5m2", "longdouble", "clongdouble")
 _OPS = ("", "SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "AVG", "PREMUL_SUM")
+# numpy's names of the extended precisions on x86-64, by their portable ones in _DTYPES
+_ALIASES = {"float128": "longdouble", "complex256": "clongdouble", "float96": "longdouble",
+            "complex192": "clongdouble"}
 _KIND = {k: i for i, k in enumerate(_KINDS)}
 _DTYPE = {d: i for i, d in enumerate(_DTYPES)}
 _OP = {o: i for i, o in enumerate(_OPS)}
@@ -49,7 +52,8 @@ def code(op: str, dtype: Any, reduce_op: str | None = None) -> int:
     """:func:`signature`'s number, whatever the tags hold (:class:`._sizes.Signed` sends
     it as data)."""
     kind = _KIND.get(op, 0)
-    dt = _DTYPE.get(getattr(dtype, "name", str(dtype)), 0)
+    name = getattr(dtype, "name", str(dtype))
+    dt = _DTYPE.get(_ALIASES.get(name, name), 0)
     rop = _OP.get(reduce_op or "", len(_OPS)) if reduce_op else 0
     return kind | dt << KIND_BITS | (rop & 15) << (KIND_BITS + DTYPE_BITS)
 

@@ -45,7 +45,8 @@ class Sizes:
     at once share it.
 
     ``sig``: the call's signature (:func:`._signature.code`: which collective, dtype and
-    reduce op), or 0. Where it is given, each count posted travels with it, as the pair
+    reduce op), or None. Where it is given (whatever its value: every rank of a call
+    gives one, or none), each count posted travels with it, as the pair
     (count, signature), and a receiver whose counts agree but whose peer's signature
     differs raises SignatureMismatch: MPI's collectives carry no tag, so on groups whose
     calls are MPI's (more than 8 ranks) this is what tells a float32 call from a float64
@@ -61,9 +62,10 @@ class Sizes:
     relayed = False
 
     def __init__(self, op: str, method: str, send: Any, n: int, expected: list[int] | None,
-                 says: str, root: int | None = None, after: tuple = (), sig: int = 0) -> None:
+                 says: str, root: int | None = None, after: tuple = (),
+                 sig: int | None = None) -> None:
         self.sig = sig
-        if sig:  # (each count with the signature beside it)
+        if sig is not None:  # (each count with the signature beside it)
             send = None if send is None else [v for c in send for v in (c, sig)]
             expected = None if expected is None else [v for c in expected for v in (c, sig)]
             n *= 2
@@ -124,7 +126,8 @@ class Sizes:
         want = _frombuffer(self.expected, _int64)
         got = [int(c) for c in recv]
         sigs = None
-        if self.sig:  # (counts posted as (count, signature) pairs; a direct call's alone)
+        if self.sig is not None:  # (counts posted as (count, signature) pairs; a direct
+            # call's alone)
             if len(got) == len(want):
                 got, sigs = got[0::2], got[1::2]
             want = want[0::2]
@@ -184,10 +187,10 @@ class Agreed(Sizes):
     __slots__ = ()
     relayed = True
 
-    def __init__(self, op: str, counts: list[int], says: str, sig: int = 0) -> None:
+    def __init__(self, op: str, counts: list[int], says: str, sig: int | None = None) -> None:
         # (the signature, where given, as one more number whose least and greatest must be
         # this rank's)
-        values = [*counts, sig] if sig else list(counts)
+        values = [*counts, sig] if sig is not None else list(counts)
         both = [*values, *(-c for c in values)]
         super().__init__(op, "Iallreduce", both, len(both), both, says, after=(_MAX,))
         self.sig = sig
@@ -195,7 +198,7 @@ class Agreed(Sizes):
     def mismatch(self, recv: Any, me: int, seq: int = 0) -> None:
         n = self.n // 2
         mine = _frombuffer(self.expected, _int64)[:n]
-        if self.sig:  # (the last number: the signature)
+        if self.sig is not None:  # (the last number: the signature)
             n -= 1
             if all(recv[j] == mine[j] and recv[n + 1 + j] == -mine[j] for j in range(n)):
                 other = int(recv[n]) if recv[n] != self.sig else -int(recv[2 * n + 1])
@@ -301,9 +304,10 @@ def exchange(op: str, pg: Any, scounts: list[int], rcounts: list[int], what: str
         sig=sig))
 
 
-def _code(op: str, dtype: Any, reduce_op: Any = None) -> int:
-    """The signature the counts of call ``op`` carry (0: none, where ``dtype`` is None)."""
-    return 0 if dtype is None else code(op, dtype, getattr(reduce_op, "name", reduce_op))
+def _code(op: str, dtype: Any, reduce_op: Any = None) -> int | None:
+    """The signature the counts of call ``op`` carry (None: none, where ``dtype`` is None:
+    whether there is one never depends on its value, so every rank posts the same)."""
+    return None if dtype is None else code(op, dtype, getattr(reduce_op, "name", reduce_op))
 
 
 def scattered(op: str, pg: Any, scounts: list[int], count: int, what: str) -> Sizes | None:

@@ -257,7 +257,7 @@ def _all_to_all(name: str, pg: Any, output_tensor_list: Any, input_tensor_list: 
     if np.may_share_memory(send, recv):
         send = send.copy()
     sizes = exchange_sizes(name, pg, scounts, rcounts, "output_tensor_list[{peer}]",
-                           send.dtype)
+                           ins[0].dtype)
     unpack = (lambda: _pack.unpack(recv, outs)) if staged else None
     sig = lambda: {"dtype": ins[0].dtype, "send": scounts, "recv": rcounts}  # noqa: E731
     if _direct.chosen(pg):
