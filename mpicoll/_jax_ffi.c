@@ -183,11 +183,22 @@ static XLA_FFI_Error *run_site(const XLA_FFI_Api *api, int64_t index, XLA_FFI_Bu
     return NULL;
 }
 
+/* The head of each extension in a call frame's chain. XLA keeps this layout for the
+ * handlers built against older headers, but renamed its type (XLA_FFI_Extension_Base up
+ * to jaxlib 0.10, XLA_FFI_InternalExtension from 0.11): the chain is read through this
+ * copy of the layout, so that the handler builds against either header. */
+typedef struct extension_head {
+    size_t struct_size;
+    int type; /* XLA_FFI_Extension_Type */
+    struct extension_head *next;
+} extension_head;
+
 /* The handler: XLA's version query answered; else one collective run */
 static XLA_FFI_Error *handle(XLA_FFI_CallFrame *frame) {
-    XLA_FFI_Extension_Base *ext = frame->extension_start;
-    if (ext != NULL && ext->type == XLA_FFI_Extension_Metadata) {
-        XLA_FFI_Metadata *m = ((XLA_FFI_Metadata_Extension *)ext)->metadata;
+    for (extension_head *ext = (extension_head *)(void *)frame->extension_start; ext != NULL;
+         ext = ext->next) {
+        if (ext->type != XLA_FFI_Extension_Metadata) continue;
+        XLA_FFI_Metadata *m = ((XLA_FFI_Metadata_Extension *)(void *)ext)->metadata;
         m->api_version.major_version = XLA_FFI_API_MAJOR;
         m->api_version.minor_version = XLA_FFI_API_MINOR;
         m->traits = 0;

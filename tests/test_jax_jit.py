@@ -65,6 +65,11 @@ def test_all_gather_of_sizes_that_differ_without_sizes_says_to_pass_them(rank, s
                                         r"all_gather_into_tensor\) under a transformation: "
                                         r"the ranks' inputs differ in size.*pass sizes="):
         jax.block_until_ready(jax.jit(mj.all_gather)(jnp.ones(2 + rank)))
+    if jax.default_backend() != "cpu":
+        # on a GPU, JAX keeps the failed callback's error in its ordered-effect token
+        # and raises it again at this rank's next ordered call, before that call runs
+        # (docs/gpu.md): the other ranks would wait for it there
+        return
     # the same call with sizes= is right, and the group goes on
     got = jax.jit(functools.partial(mj.all_gather, sizes=[2 + r for r in range(size)]))(
         jnp.full(2 + rank, float(rank)))

@@ -4,7 +4,8 @@
 # (mpich, mpi4py for the machine's Python, pytest-mpi), installed under a prefix of their
 # own. Logs go to $OUT (default /tmp/gpu-out).
 #
-#   env.txt     what the machine has: GPU, versions, which MPI the image's mpi4py uses
+#   env.txt     what the machine has: GPU, versions, which MPI the image's mpi4py uses,
+#               and mpicoll info (the compiled core, built here: build.log)
 #   np1.log     tests/test_gpu.py and test_device.py at 1 and 2 ranks, the JAX jit tests at
 #               1 rank (JAX's default device is the GPU there)
 #   np2.log     the collective modules' torch-cuda and cupy cases at 1 rank, then at 2 ranks
@@ -34,6 +35,12 @@ export PYTHONPATH=$PFX/lib/python$PYV/site-packages:$PWD LD_LIBRARY_PATH=$PFX/li
 export PATH=$PFX/bin:$PATH XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 export MPICOLL_TEST_FRAMEWORKS=numpy,torch,jax,cupy,torch-cuda MPIEXEC=$PFX/bin/mpiexec
 python3 -c "from mpi4py import MPI; print('carried MPI:', MPI.Get_library_version().splitlines()[0])" >>"$OUT/env.txt" 2>&1
+# The compiled core (and JAX's FFI handler, JAX being there) for this Python, with the
+# carried wheel's mpicc, in place; MPICOLL_CORE=0 in the environment leaves it unbuilt.
+if [ "${MPICOLL_CORE:-1}" != 0 ]; then
+  MPICC=$PFX/bin/mpicc timeout 180 python3 setup.py -q build_ext --inplace >"$OUT/build.log" 2>&1 \
+    || { echo "core build failed"; tail -30 "$OUT/build.log"; }
+fi
 python3 -m mpicoll info >>"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
