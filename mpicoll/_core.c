@@ -56,7 +56,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 11
+#define CORE_API 12
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -1222,6 +1222,103 @@ static int method_kind(PyObject *method) {
     return NOT_MINE;
 }
 
+
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define DICT_VERSIONS 1
+#endif
+
+#ifdef DICT_VERSIONS
+/* Whether `part` is the part remembered: the same object, or a tuple of the same objects
+ * (a reduce's (op, root), made anew by each call) */
+static int same_part(PyObject *kept, PyObject *part) {
+    if (kept == part) return 1;
+    if (kept == NULL || !PyTuple_CheckExact(kept) || !PyTuple_CheckExact(part) ||
+        PyTuple_GET_SIZE(kept) != PyTuple_GET_SIZE(part))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(part); i++)
+        if (PyTuple_GET_ITEM(kept, i) != PyTuple_GET_ITEM(part, i)) return 0;
+    return 1;
+}
+#endif
+
+/* The quick entry an exchange's `table` holds for its key (input's dtype and shape,
+ * output's dtype and shape, the group's size, `extra`), with the last one found
+ * remembered, as entry() does for all_reduce: where the same table, dtypes (the same
+ * descriptor objects), shapes (compared dimension by dimension), size and extra come again
+ * and the dict has not changed since (its version tag, CPython 3.11), the entry is that
+ * one, without two shape tuples and a key made, hashed and compared on each call. The
+ * record's arguments (counts, datatype, op), the same for every call of one entry, are
+ * kept with it. A borrowed reference, or NULL (none, or an error set). */
+#define MEMO_DIMS 8
+typedef struct {
+    PyObject *table, *sdescr, *rdescr, *size, *extra, *hit, *meta; /* strong references */
+    uint64_t version;
+    int snd, rnd;
+    npy_intp sdims[MEMO_DIMS], rdims[MEMO_DIMS];
+} ExchangeMemo;
+
+static ExchangeMemo exchange_memo;
+
+#ifdef DICT_VERSIONS
+static int same_dims(int nd, const npy_intp *dims, PyArrayObject *a) {
+    if (PyArray_NDIM(a) != nd) return 0;
+    return nd == 0 || memcmp(dims, PyArray_DIMS(a), (size_t)nd * sizeof(npy_intp)) == 0;
+}
+#endif
+
+static PyObject *exchange_entry(PyObject *table, PyArrayObject *sa, PyArrayObject *ra,
+                                PyObject *size, PyObject *extra) {
+    PyObject *sd = (PyObject *)PyArray_DESCR(sa), *rd = (PyObject *)PyArray_DESCR(ra);
+#ifdef DICT_VERSIONS
+    ExchangeMemo *m = &exchange_memo;
+    if (m->table == table && m->sdescr == sd && m->rdescr == rd && m->size == size &&
+        same_part(m->extra, extra) && same_dims(m->snd, m->sdims, sa) &&
+        same_dims(m->rnd, m->rdims, ra) &&
+        ((PyDictObject *)table)->ma_version_tag == m->version)
+        return m->hit;
+#endif
+    PyObject *key = tuple_of(6, Py_NewRef(sd), shape_of(sa), Py_NewRef(rd), shape_of(ra),
+                             Py_NewRef(size), Py_NewRef(extra));
+    if (key == NULL) return NULL;
+    PyObject *hit = PyDict_GetItemWithError(table, key); /* borrowed */
+    Py_DECREF(key);
+#ifdef DICT_VERSIONS
+    if (hit != NULL && PyArray_NDIM(sa) <= MEMO_DIMS && PyArray_NDIM(ra) <= MEMO_DIMS) {
+        /* (every new reference taken before an old one goes, as in entry()) */
+        PyObject *old[7] = {m->table, m->sdescr, m->rdescr, m->size, m->extra, m->hit,
+                            m->meta};
+        m->table = Py_NewRef(table);
+        m->sdescr = Py_NewRef(sd);
+        m->rdescr = Py_NewRef(rd);
+        m->size = Py_NewRef(size);
+        m->extra = Py_NewRef(extra);
+        m->hit = Py_NewRef(hit);
+        m->meta = NULL;
+        m->version = ((PyDictObject *)table)->ma_version_tag;
+        m->snd = PyArray_NDIM(sa);
+        m->rnd = PyArray_NDIM(ra);
+        memcpy(m->sdims, PyArray_DIMS(sa), (size_t)m->snd * sizeof(npy_intp));
+        memcpy(m->rdims, PyArray_DIMS(ra), (size_t)m->rnd * sizeof(npy_intp));
+        for (int i = 0; i < 7; i++) Py_XDECREF(old[i]);
+    }
+#endif
+    return hit;
+}
+
+/* What the record keeps of an exchange's arguments (what the Python path's record
+ * keeps: counts, datatype, op): made once for the remembered entry, a new reference */
+static PyObject *exchange_meta(PyObject *hit) {
+    if (exchange_memo.hit == hit && exchange_memo.meta != NULL)
+        return Py_NewRef(exchange_memo.meta);
+    PyObject *sc = PyTuple_GET_ITEM(hit, 1), *rc = PyTuple_GET_ITEM(hit, 2);
+    PyObject *dtobj = PyTuple_GET_ITEM(hit, 3), *after = PyTuple_GET_ITEM(hit, 4);
+    PyObject *meta = tuple_of(3, PyTuple_Pack(2, sc, dtobj), PyTuple_Pack(2, rc, dtobj),
+                              after == Py_None ? PyTuple_New(0) : Py_NewRef(after));
+    if (meta != NULL && exchange_memo.hit == hit)
+        exchange_memo.meta = Py_NewRef(meta);
+    return meta;
+}
+
 /* The MPI collective of quick entry `hit` = (method, send count, receive count,
  * datatype, (op,) or None, own block, sizes) from `s` to `r`, blocking, numbered and
  * recorded (the record keeps what mpicoll._recorder.kept keeps of its arguments).
@@ -1254,8 +1351,7 @@ static PyObject *exchange_in(int kind, PyObject *op, PyObject *group, PyObject *
     if (seq == NULL) goto out;
     Record *rec = NULL;
     if (capacity > 0) { /* (what the Python path's record keeps: counts, datatype, op) */
-        PyObject *meta = tuple_of(3, PyTuple_Pack(2, sc, dtobj), PyTuple_Pack(2, rc, dtobj),
-                                  after == Py_None ? PyTuple_New(0) : Py_NewRef(after));
+        PyObject *meta = exchange_meta(hit);
         if (meta == NULL) goto out;
         rec = record(op, group, PyLong_AsLongLong(seq), rcount, dtobj, NULL, meta);
         Py_DECREF(meta);
@@ -1321,12 +1417,8 @@ static PyObject *exchange(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     PyObject *size = group_get(group, G_SIZE);
     if (size == NULL) goto out;
-    PyObject *key = tuple_of(6, Py_NewRef((PyObject *)PyArray_DESCR(sa)), shape_of(sa),
-                             Py_NewRef((PyObject *)PyArray_DESCR(ra)), shape_of(ra), size,
-                             Py_NewRef(extra));
-    if (key == NULL) goto out;
-    PyObject *hit = PyDict_GetItemWithError(table, key); /* borrowed */
-    Py_DECREF(key);
+    PyObject *hit = exchange_entry(table, sa, ra, size, extra); /* borrowed */
+    Py_DECREF(size);
     if (hit == NULL) {
         if (PyErr_Occurred()) goto out;
         goto no;
@@ -1428,22 +1520,6 @@ typedef struct {
     uint64_t version;
 } Memo;
 
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
-#define DICT_VERSIONS 1
-#endif
-
-/* Whether `part` is the part remembered: the same object, or a tuple of the same objects
- * (a reduce's (op, root), made anew by each call) */
-static int same_part(PyObject *kept, PyObject *part) {
-    if (kept == part) return 1;
-    if (kept == NULL || !PyTuple_CheckExact(kept) || !PyTuple_CheckExact(part) ||
-        PyTuple_GET_SIZE(kept) != PyTuple_GET_SIZE(part))
-        return 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(part); i++)
-        if (PyTuple_GET_ITEM(kept, i) != PyTuple_GET_ITEM(part, i)) return 0;
-    return 1;
-}
-
 static PyObject *entry(Memo *m, PyObject *table, PyObject *descr, PyObject *part) {
 #ifdef DICT_VERSIONS
     if (m->table == table && m->descr == descr && same_part(m->part, part) &&
@@ -1471,6 +1547,7 @@ static PyObject *entry(Memo *m, PyObject *table, PyObject *descr, PyObject *part
 }
 
 static Memo reduce_memo, rooted_memo, bcast_memo; /* all_reduce's, reduce's, broadcast's */
+static Memo reduce_to_memo; /* reduce's, where MPI's Ireduce makes it */
 
 /* An all_reduce or broadcast of at least this many elements that MPI's collective makes
  * is handed back to Python, which posts its signature beside the data
@@ -1516,6 +1593,64 @@ static PyObject *reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         result = mpi_call(ALLREDUCE, op, group, hit, a, spin); /* MPI's Iallreduce in place */
     else
         result = PyTuple_Pack(2, hit, a);
+hit_out:
+    Py_DECREF(hit);
+out:
+    Py_DECREF(a);
+    return result;
+}
+
+/* reduce_to(op, group, tensor, table, reduce_op, root, is_root, quickers, spin, left):
+ * the quick path of a blocking reduce of `tensor` to group rank `root` that MPI's Ireduce
+ * makes (a group that sends no messages, or more elements than its messages take;
+ * mpicoll/_collectives/rooted.py says when): the array (quick_array, writable on the
+ * root only) and `table` (all_reduce's) holding the entry `hit` = (MPI datatype, MPI op)
+ * the general path validated for its dtype and `reduce_op`. MPI's Ireduce, numbered
+ * (whatever happens next), recorded, waited on. Returns False (the general path takes
+ * the call), True (done), (hit, a) (a rank has left, or a signature goes beside the
+ * data: the caller makes the call), or (hit, a, error) where MPI raised (the caller
+ * explains it). */
+static PyObject *reduce_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "reduce_to takes 10 arguments");
+        return NULL;
+    }
+    PyObject *op = args[0], *group = args[1], *tensor = args[2], *table = args[3];
+    PyObject *reduce_op = args[4], *root = args[5];
+    if (!PyDict_Check(table) || !PyDict_Check(args[7])) {
+        PyErr_SetString(PyExc_TypeError, "reduce_to: table and quickers are dicts");
+        return NULL;
+    }
+    int is_root = PyObject_IsTrue(args[6]);
+    if (is_root < 0) return NULL;
+    PyObject *a = quick_array(tensor, is_root, args[7]), *result = NULL;
+    if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
+    PyObject *hit = entry(&reduce_to_memo, table, (PyObject *)PyArray_DESCR((PyArrayObject *)a),
+                          reduce_op); /* borrowed */
+    if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2) {
+        if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
+        goto out;
+    }
+    Py_INCREF(hit);
+    Py_ssize_t size = PyArray_SIZE((PyArrayObject *)a);
+    long spin = PyLong_AsLong(args[8]);
+    int left = PyObject_IsTrue(args[9]);
+    if (PyErr_Occurred() || left < 0) goto hit_out;
+    if (left || size >= SIGNED || size > INT_MAX) {
+        result = PyTuple_Pack(2, hit, a);
+        goto hit_out;
+    }
+    PyObject *call = tuple_of(2, Py_NewRef(PyTuple_GET_ITEM(hit, 0)), /* (datatype, (op, root)) */
+                              PyTuple_Pack(2, PyTuple_GET_ITEM(hit, 1), root));
+    if (call == NULL) goto hit_out;
+    result = mpi_call(REDUCE, op, group, call, a, spin);
+    if (result != NULL && PyTuple_Check(result)) { /* (MPI raised: the caller's hit) */
+        PyObject *e = Py_NewRef(PyTuple_GET_ITEM(result, 2));
+        Py_SETREF(result, PyTuple_Pack(3, hit, a, e));
+        Py_DECREF(e);
+    }
+    Py_DECREF(call);
 hit_out:
     Py_DECREF(hit);
 out:
@@ -2086,6 +2221,9 @@ static PyMethodDef methods[] = {
     {"reduce", (PyCFunction)(void (*)(void))reduce, METH_FASTCALL,
      "reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most): the quick "
      "path of a blocking all_reduce in place"},
+    {"reduce_to", (PyCFunction)(void (*)(void))reduce_to, METH_FASTCALL,
+     "reduce_to(op, group, tensor, table, reduce_op, root, is_root, quickers, spin, left): "
+     "the quick path of a blocking reduce that MPI's Ireduce makes"},
     {"bcast", (PyCFunction)(void (*)(void))bcast, METH_FASTCALL,
      "bcast(op, group, tensor, root, table, quickers, spin, left, most): the quick path of "
      "a blocking broadcast"},

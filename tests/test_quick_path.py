@@ -146,6 +146,37 @@ def test_another_group_where_this_rank_has_another_place(rank, size, group):
         reverse.Free()
 
 
+def test_calls_that_differ_in_one_part_of_their_key_alternate(rank, size, group):
+    # the core remembers the last entry it found; each call here differs from the one
+    # before in one part only (the shapes with the same count, the dtype, the split
+    # sizes, the collective) and must take its own entry, three rounds over
+    m1 = _matrix(size, 1)
+    for _ in range(3):
+        for dtype, shape in (("int64", (2 * size, COLS)), ("int64", (2 * size * COLS,)),
+                             ("float32", (2 * size * COLS,))):
+            even = [[2] * size for _ in range(size)]
+            out = np.full(shape, -1, dtype)
+            dist.all_to_all_single(out, _a2a_input(rank, size, even, dtype).reshape(shape),
+                                   group=group)
+            assert_equal(out, _a2a_expected(rank, size, even, dtype).reshape(shape), dtype)
+        out = np.full((size + 1, COLS), -1, np.int64)
+        dist.all_to_all_single(out, _a2a_input(rank, size, m1, "int64"),
+                               [m1[j][rank] for j in range(size)], list(m1[rank]), group=group)
+        assert_equal(out, _a2a_expected(rank, size, m1, "int64"), "int64")
+        g = np.full((size, 3), -1, np.float32)
+        dist.all_gather_into_tensor(g, np.full(3, rank, np.float32), group=group)
+        assert_equal(g, np.repeat(np.arange(size), 3).reshape(size, 3), "float32")
+        flat = np.full(size * 3, -1, np.float32)
+        dist.all_gather_into_tensor(flat, np.full(3, rank, np.float32), group=group)
+        assert_equal(flat, np.repeat(np.arange(size), 3), "float32")
+        r = np.full(3, -1, np.float32)
+        dist.reduce_scatter_tensor(r, np.arange(3.0 * size, dtype=np.float32), group=group)
+        assert_equal(r, size * np.arange(3.0 * rank, 3.0 * rank + 3), "float32")
+        dist.reduce_scatter_tensor(r, np.arange(3.0 * size, dtype=np.float32),
+                                   op=dist.ReduceOp.MAX, group=group)
+        assert_equal(r, np.arange(3.0 * rank, 3.0 * rank + 3), "float32")
+
+
 def test_overlapping_and_read_only_arrays_after_warm_up(rank, size, group):
     m = [[1] * size for _ in range(size)]
     src = _a2a_input(rank, size, m, "int64")

@@ -119,6 +119,23 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
                 if 0 < a.size <= MAX_COUNT:
                     _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor)
                     return None
+        if core is not None and (pg.direct is None or a is not None) and quick_allowed():
+            # MPI's Ireduce (a group that sends no messages, or more elements than they
+            # take): the tests, the lookup (all_reduce's entries), the call and its record
+            # in C
+            found = core.reduce_to(name, pg, tensor, _reduce.QUICK, op, root, is_root,
+                                   QUICKERS, len(_polling.spin), _departed.left)
+            if found is True:
+                return None
+            if found is False:
+                return _reduce_general(name, pg, tensor, root, op, async_op)
+            if len(found) == 3:  # (MPI raised)
+                hit, a, e = found
+                raise mpi_error(name, e, _reduce_args(root, is_root, hit, a)) from e
+            hit, a = found  # (a rank has left, or the signature goes beside the data)
+            quick(name, pg, "Ireduce", _reduce_args(root, is_root, hit, a),
+                  signed(name, pg, a.dtype, op, root, a.size) if a.size >= SIGNED else None)
+            return None
         if a is None:
             # all_reduce's quick path, rooted: the root reduces in place, the others send
             a = quick_array(tensor, is_root)
