@@ -972,6 +972,7 @@ static PyTypeObject PlanCacheType = {
 
 static PyObject *str_missed = NULL, *str_seq = NULL, *str_size = NULL, *str_kept = NULL;
 static PyObject *str_direct = NULL, *str_reduced = NULL, *str_comm = NULL, *str_rank = NULL;
+static PyObject *str_index = NULL;
 static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL, ... */
 
 /* The attributes of a group (mpicoll/_process_group.py, ProcessGroup) the core reads or
@@ -980,9 +981,9 @@ static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL,
  * descriptor's own get and set do, without the attribute lookup: about 150 instructions
  * each, several a call). Learned from the first group's type; a group of another type
  * (a subclass, or anything else) takes Python's getattr and setattr. */
-enum { G_SEQ, G_KEPT, G_DIRECT, G_COMM, G_SIZE, G_RANK, G_MISSED, G_COUNT };
+enum { G_SEQ, G_KEPT, G_DIRECT, G_COMM, G_SIZE, G_RANK, G_MISSED, G_INDEX, G_COUNT };
 static PyObject **group_names[G_COUNT] = {&str_seq, &str_kept, &str_direct, &str_comm,
-                                          &str_size, &str_rank, &str_missed};
+                                          &str_size, &str_rank, &str_missed, &str_index};
 static PyTypeObject *slotted = NULL; /* the type learned (a strong reference) */
 static Py_ssize_t slot_at[G_COUNT];
 static PyTypeObject *tried = NULL; /* the last type learning failed on (not kept alive:
@@ -1554,9 +1555,44 @@ static Memo reduce_to_memo; /* reduce's, where MPI's Ireduce makes it */
  * (mpicoll/_collectives/_sizes.py, SIGNED and Signed: the same number) */
 #define SIGNED (1 << 20)
 
-/* reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most): the quick
- * path of a blocking all_reduce of `tensor` in place (mpicoll/_collectives/all_reduce.py
- * says when and what). The array (quick_array, writable) and `table` holding the entry
+/* The group rank that `global` (src=, dst=: a global rank) or `group_rank` (group_src=,
+ * group_dst=) names, as mpicoll/_collectives/_validate.py's root() finds it: a borrowed
+ * reference to the group's own int (its _index's value), or `group_rank` itself; NULL
+ * (no error set) where either is not a plain int, both or neither are given, or the rank
+ * is not in the group: Python's root() then says what is wrong. */
+static PyObject *root_of(PyObject *group, PyObject *global, PyObject *group_rank) {
+    if (group_rank == Py_None) {
+        if (!PyLong_CheckExact(global)) return NULL;
+        PyObject *index = group_get(group, G_INDEX);
+        if (index == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        PyObject *r = PyDict_CheckExact(index) ? PyDict_GetItemWithError(index, global) : NULL;
+        PyErr_Clear();
+        Py_DECREF(index); /* (the group keeps the dict, and the dict its ints) */
+        return r;
+    }
+    if (global != Py_None || !PyLong_CheckExact(group_rank)) return NULL;
+    PyObject *size = group_get(group, G_SIZE);
+    if (size == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    long r = PyLong_AsLong(group_rank), n = PyLong_AsLong(size);
+    Py_DECREF(size);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return 0 <= r && r < n ? group_rank : NULL;
+}
+
+/* reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most[, dst,
+ * group_dst]): the quick path of a blocking all_reduce of `tensor` in place
+ * (mpicoll/_collectives/all_reduce.py says when and what); given dst and group_dst, a
+ * reduce's as messages, to the group rank they name (root_of; where it cannot say, False),
+ * its entry found for (reduce_op, that rank) (mpicoll/_collectives/rooted.py). The array (quick_array, writable) and `table` holding the entry
  * `hit` the general path validated for its dtype and `reduce_op`: where the group sends
  * messages (its `direct` communicator), `tensor` has 1 to `most` elements, no rank has
  * left and the group keeps the call's Plan, run here, numbered (run_plan). Returns False
@@ -1564,8 +1600,8 @@ static Memo reduce_to_memo; /* reduce's, where MPI's Ireduce makes it */
  * or (hit, a, None, seq, outcome), as exchange's. */
 static PyObject *reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "reduce takes 9 arguments");
+    if (nargs != 9 && nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "reduce takes 9 or 11 arguments");
         return NULL;
     }
     PyObject *op = args[0], *group = args[1], *tensor = args[2], *table = args[3];
@@ -1573,11 +1609,23 @@ static PyObject *reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "reduce: table and quickers are dicts");
         return NULL;
     }
+    PyObject *part = args[4]; /* the op (all_reduce), or (op, root) (a reduce's) */
+    if (nargs == 11) { /* a reduce's dst and group_dst: its root found here */
+        PyObject *root = root_of(group, args[9], args[10]); /* borrowed */
+        if (root == NULL) return Py_NewRef(Py_False);
+        if ((part = PyTuple_Pack(2, args[4], root)) == NULL) return NULL;
+    } else {
+        Py_INCREF(part);
+    }
     PyObject *a = quick_array(tensor, 1, args[5]), *result = NULL;
-    if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
+    if (a == NULL) {
+        Py_DECREF(part);
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
+    }
     /* (a reduce's part is (op, root), an all_reduce's the op: a memo each) */
-    PyObject *hit = entry(PyTuple_CheckExact(args[4]) ? &rooted_memo : &reduce_memo, table,
-                          (PyObject *)PyArray_DESCR((PyArrayObject *)a), args[4]); /* borrowed */
+    PyObject *hit = entry(PyTuple_CheckExact(part) ? &rooted_memo : &reduce_memo, table,
+                          (PyObject *)PyArray_DESCR((PyArrayObject *)a), part); /* borrowed */
+    Py_DECREF(part); /* (the memo keeps its own) */
     if (hit == NULL) {
         if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
         goto out;
@@ -1600,11 +1648,12 @@ out:
     return result;
 }
 
-/* reduce_to(op, group, tensor, table, reduce_op, root, is_root, quickers, spin, left):
- * the quick path of a blocking reduce of `tensor` to group rank `root` that MPI's Ireduce
- * makes (a group that sends no messages, or more elements than its messages take;
- * mpicoll/_collectives/rooted.py says when): the array (quick_array, writable on the
- * root only) and `table` (all_reduce's) holding the entry `hit` = (MPI datatype, MPI op)
+/* reduce_to(op, group, tensor, table, reduce_op, dst, group_dst, quickers, spin, left,
+ * fewest): the quick path of a blocking reduce of `tensor` to the group rank `dst`
+ * (global) or `group_dst` names (root_of; where it cannot say, False) that MPI's Ireduce
+ * makes: a group that sends no messages (fewest -1), or more than `fewest` elements, the
+ * most its messages take (mpicoll/_collectives/rooted.py says when; False for fewer).
+ * The array (quick_array, writable on the root only) and `table` (all_reduce's) holding the entry `hit` = (MPI datatype, MPI op)
  * the general path validated for its dtype and `reduce_op`. MPI's Ireduce, numbered
  * (whatever happens next), recorded, waited on. Returns False (the general path takes
  * the call), True (done), (hit, a) (a rank has left, or a signature goes beside the
@@ -1612,19 +1661,25 @@ out:
  * explains it). */
 static PyObject *reduce_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 10) {
-        PyErr_SetString(PyExc_TypeError, "reduce_to takes 10 arguments");
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "reduce_to takes 11 arguments");
         return NULL;
     }
     PyObject *op = args[0], *group = args[1], *tensor = args[2], *table = args[3];
-    PyObject *reduce_op = args[4], *root = args[5];
-    if (!PyDict_Check(table) || !PyDict_Check(args[7])) {
+    PyObject *reduce_op = args[4], *quickers = args[7];
+    if (!PyDict_Check(table) || !PyDict_Check(quickers)) {
         PyErr_SetString(PyExc_TypeError, "reduce_to: table and quickers are dicts");
         return NULL;
     }
-    int is_root = PyObject_IsTrue(args[6]);
-    if (is_root < 0) return NULL;
-    PyObject *a = quick_array(tensor, is_root, args[7]), *result = NULL;
+    PyObject *root = root_of(group, args[5], args[6]); /* borrowed */
+    if (root == NULL) return Py_NewRef(Py_False);
+    PyObject *me = group_get(group, G_RANK);
+    if (me == NULL) return NULL;
+    int is_root = PyObject_RichCompareBool(me, root, Py_EQ);
+    Py_DECREF(me);
+    Py_ssize_t fewest = PyLong_AsSsize_t(args[10]);
+    if (is_root < 0 || PyErr_Occurred()) return NULL;
+    PyObject *a = quick_array(tensor, is_root, quickers), *result = NULL;
     if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
     PyObject *hit = entry(&reduce_to_memo, table, (PyObject *)PyArray_DESCR((PyArrayObject *)a),
                           reduce_op); /* borrowed */
@@ -1637,6 +1692,10 @@ static PyObject *reduce_to(PyObject *self, PyObject *const *args, Py_ssize_t nar
     long spin = PyLong_AsLong(args[8]);
     int left = PyObject_IsTrue(args[9]);
     if (PyErr_Occurred() || left < 0) goto hit_out;
+    if (size <= fewest) { /* (messages take it, on the group that sends them) */
+        result = Py_NewRef(Py_False);
+        goto hit_out;
+    }
     if (left || size >= SIGNED || size > INT_MAX) {
         result = PyTuple_Pack(2, hit, a);
         goto hit_out;
@@ -1658,9 +1717,10 @@ out:
     return result;
 }
 
-/* bcast(op, group, tensor, root, table, quickers, spin, left, most): the quick path of a
- * blocking broadcast of `tensor` from group rank `root` (mpicoll/_collectives/rooted.py
- * says when and what): the array (quick_array, writable) and `table` holding the entry
+/* bcast(op, group, tensor, src, group_src, table, quickers, spin, left, most): the quick
+ * path of a blocking broadcast of `tensor` from the group rank `src` (global) or
+ * `group_src` names (root_of; where it cannot say, False: Python's general path says what
+ * is wrong) (mpicoll/_collectives/rooted.py says when and what): the array (quick_array, writable) and `table` holding the entry
  * `hit` = (MPI datatype, root) the general path validated for its dtype and root. Where
  * the group sends messages (its `direct` communicator) and `tensor` has 1 to `most`
  * elements, the group's kept Plan of it run here, numbered (run_plan); else MPI's
@@ -1671,29 +1731,32 @@ out:
  * exchange's). */
 static PyObject *bcast(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "bcast takes 9 arguments");
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "bcast takes 10 arguments");
         return NULL;
     }
-    PyObject *op = args[0], *group = args[1], *tensor = args[2], *root = args[3];
-    if (!PyDict_Check(args[4]) || !PyDict_Check(args[5])) {
+    PyObject *op = args[0], *group = args[1], *tensor = args[2], *table = args[5];
+    PyObject *quickers = args[6];
+    if (!PyDict_Check(table) || !PyDict_Check(quickers)) {
         PyErr_SetString(PyExc_TypeError, "bcast: table and quickers are dicts");
         return NULL;
     }
-    PyObject *a = quick_array(tensor, 1, args[5]), *result = NULL, *hit = NULL;
+    PyObject *root = root_of(group, args[3], args[4]); /* borrowed */
+    if (root == NULL) return Py_NewRef(Py_False);
+    PyObject *a = quick_array(tensor, 1, quickers), *result = NULL, *hit = NULL;
     if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
     Py_ssize_t size = PyArray_SIZE((PyArrayObject *)a);
     if (size <= INT_MAX)
-        hit = entry(&bcast_memo, args[4], (PyObject *)PyArray_DESCR((PyArrayObject *)a),
+        hit = entry(&bcast_memo, table, (PyObject *)PyArray_DESCR((PyArrayObject *)a),
                     root); /* borrowed */
     if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2) {
         if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
         goto out;
     }
     Py_INCREF(hit);
-    long spin = PyLong_AsLong(args[6]);
-    int left = PyObject_IsTrue(args[7]);
-    Py_ssize_t most = PyLong_AsSsize_t(args[8]);
+    long spin = PyLong_AsLong(args[7]);
+    int left = PyObject_IsTrue(args[8]);
+    Py_ssize_t most = PyLong_AsSsize_t(args[9]);
     if (PyErr_Occurred() || left < 0) goto hit_out;
     if (!left && as_messages(op, group, hit, a, most, spin, tensor, &result) != 0)
         goto hit_out; /* (run, handed back, or an error) */
@@ -2219,14 +2282,16 @@ static PyMethodDef methods[] = {
      "exchange(op, group, output, input, table, extra, quickers, spin, left): the quick "
      "path of a call from input to output"},
     {"reduce", (PyCFunction)(void (*)(void))reduce, METH_FASTCALL,
-     "reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most): the quick "
-     "path of a blocking all_reduce in place"},
+     "reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most[, dst, "
+     "group_dst]): the quick path of a blocking all_reduce in place (a reduce's, given "
+     "its dst and group_dst)"},
     {"reduce_to", (PyCFunction)(void (*)(void))reduce_to, METH_FASTCALL,
-     "reduce_to(op, group, tensor, table, reduce_op, root, is_root, quickers, spin, left): "
+     "reduce_to(op, group, tensor, table, reduce_op, dst, group_dst, quickers, spin, left, "
+     "fewest): "
      "the quick path of a blocking reduce that MPI's Ireduce makes"},
     {"bcast", (PyCFunction)(void (*)(void))bcast, METH_FASTCALL,
-     "bcast(op, group, tensor, root, table, quickers, spin, left, most): the quick path of "
-     "a blocking broadcast"},
+     "bcast(op, group, tensor, src, group_src, table, quickers, spin, left, most): the "
+     "quick path of a blocking broadcast"},
     {"layout", (PyCFunction)(void (*)(void))layout, METH_FASTCALL,
      "layout(xs, writable, quickers, most): where a list's tensors lie (mpicoll/"
      "_collectives/_layout.py), or None"},
@@ -2257,10 +2322,12 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
         return NULL;
     PyObject **names[] = {&str_missed, &str_seq, &str_size, &str_kept, &str_direct,
                           &str_reduced, &str_comm, &str_rank, &str_methods[ALLGATHER],
-                          &str_methods[ALLTOALL], &str_methods[REDUCE_SCATTER_BLOCK]};
+                          &str_methods[ALLTOALL], &str_methods[REDUCE_SCATTER_BLOCK],
+                          &str_index};
     const char *texts[] = {"missed", "seq", "_size", "kept", "direct", "reduced", "comm",
-                           "_rank", "Iallgather", "Ialltoall", "Ireduce_scatter_block"};
-    for (int i = 0; i < 11; i++)
+                           "_rank", "Iallgather", "Ialltoall", "Ireduce_scatter_block",
+                           "_index"};
+    for (int i = 0; i < 12; i++)
         if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;

@@ -232,6 +232,33 @@ def test_bad_input_after_warm_up_still_raises(rank, size, group):
         dist.all_gather_into_tensor(g, r.astype(np.float64), group=group)
 
 
+def test_roots_named_wrong_after_warm_up_still_raise(rank, size, group):
+    # the core finds the root of a repeated broadcast or reduce itself; a root it cannot
+    # find is Python's to word, before anything is sent, and the tensor is untouched
+    pg = dist.new_group(list(range(size)))
+    x = np.full(4, float(rank), np.float32)
+    for _ in range(3):
+        dist.broadcast(x, src=0, group=pg)
+        dist.reduce(x, dst=0, group=pg)
+        dist.broadcast(x, group_src=0, group=pg)
+        dist.reduce(x, group_dst=0, group=pg)
+    x[:] = -1
+    for call in (dist.broadcast, dist.reduce):
+        dst = "src" if call is dist.broadcast else "dst"
+        with pytest.raises(ArgumentValueError, match=f"{dst} {size + 5} is not a rank"):
+            call(x, size + 5, group=pg)
+        with pytest.raises(ArgumentValueError, match=f"group_{dst} must be in"):
+            call(x, **{f"group_{dst}": size}, group=pg)
+        with pytest.raises(ArgumentValueError, match=f"give either {dst} or group_{dst}"):
+            call(x, 0, **{f"group_{dst}": 0}, group=pg)
+        with pytest.raises(ArgumentTypeError, match=dst):
+            call(x, 0.0, group=pg)
+        with pytest.raises(ArgumentTypeError, match=f"group_{dst}"):
+            call(x, **{f"group_{dst}": True}, group=pg)
+    assert (x == -1).all()
+    dist.destroy_process_group(pg)
+
+
 @pytest.mark.parametrize(("xp", "dtype"), QUICK)
 def test_the_quick_path_is_taken(xp, dtype, rank, size, group, monkeypatch):
     if not xp.host:

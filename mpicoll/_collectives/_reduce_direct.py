@@ -95,7 +95,7 @@ def general(name: str, pg: Any, root: int, arr: Any, dtype: Any, mpi_op: Any,
 
 
 def quick(name: str, pg: Any, root: int, a: Any, hit: tuple, reduce_op: str,
-          keep: Any = None) -> None:
+          keep: Any = None, depth: int = 5) -> None:
     """A blocking reduce of the plain array ``a`` to group rank ``root``, the reduction a
     general call validated (``hit``: :data:`QUICK`'s entry), its messages kept by the
     group by the entry and where ``a`` lies, with the scratch array the peers' blocks
@@ -112,4 +112,4 @@ def quick(name: str, pg: Any, root: int, a: Any, hit: tuple, reduce_op: str,
         scratch = np.empty(n * c, a.dtype)
         return (d, (None, None, scratch, [j * c for j in range(n)], dt),
                 (MPI.IN_PLACE, [buf, dt], mpi_op, root), Fold(mpi_op, dt, me, buf, scratch))
-    _direct.kept_call(name, pg, hit, a, keep, make)
+    _direct.kept_call(name, pg, hit, a, keep, make, depth)  # (depth: frames to the user's)

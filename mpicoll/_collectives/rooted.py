@@ -36,17 +36,18 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
     pg = _State.default if group is None else None  # WORLD, without a call
     if pg is None and (pg := resolve(group, name)) is None:
         return None
+    core = _core_loader.module
+    in_core = not async_op and core is not None and quick_allowed()
+    if in_core:
+        # the root found, the tests, the lookup, and the call numbered, issued (its kept
+        # messages, or MPI's Ibcast), waited on (watched past its tests) and recorded, in C
+        found = core.bcast(name, pg, tensor, src, group_src, BROADCASTS, QUICKERS,
+                           len(_polling.spin), _departed.left, _rooted_direct.MAX_BROADCAST)
+        if found is True:  # (done: the common case)
+            return None
     root = _validate.root(pg, name, src, group_src, "src", "group_src")
     if not async_op:
-        core = _core_loader.module
-        if core is not None and quick_allowed():
-            # the tests, the lookup, and the call numbered, issued (its kept messages, or
-            # MPI's Ibcast), waited on (watched past its tests) and recorded, in C
-            found = core.bcast(name, pg, tensor, root, BROADCASTS, QUICKERS,
-                               len(_polling.spin), _departed.left,
-                               _rooted_direct.MAX_BROADCAST)
-            if found is True:  # (done: the common case)
-                return None
+        if in_core:  # (what the core handed back, or False: no root, entry or array)
             found = _direct.core_found(core, name, pg, found, tensor,
                                        partial(_broadcast_args, root))
             if found is None:
@@ -97,55 +98,23 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     pg = _State.default if group is None else None  # WORLD, without a call
     if pg is None and (pg := resolve(group, name)) is None:
         return None
+    quick_op = type(op) is ReduceOp and not async_op
+    core = _core_loader.module
+    if quick_op and core is not None and quick_allowed() and \
+            _reduce_in_core(core, name, pg, tensor, op, dst, group_dst):
+        return None
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
     is_root = pg._rank == root
-    if type(op) is ReduceOp and not async_op:
-        a = None
-        core = _core_loader.module
-        if core is not None and pg.direct is not None and quick_allowed():
-            # as messages: the tests, the lookup and the kept Plan in C (all_reduce's
-            # quick path; its entry, of three, never makes MPI's Iallreduce)
-            found = core.reduce(name, pg, tensor, _reduce_direct.QUICK, (op, root), QUICKERS,
-                                len(_polling.spin), _departed.left, MAX_COUNT)
-            if found is True:
+    if quick_op and core is None:
+        # all_reduce's quick path, rooted: the root reduces in place, the others send
+        a = quick_array(tensor, is_root)
+        if a is not None and pg.direct is not None and 0 < a.size <= MAX_COUNT:
+            # (messages: as every rank's call goes, its size alike, a miss too)
+            hit = _reduce_direct.QUICK.get((a.dtype, (op, root)))
+            if hit is not None:
+                _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor)
                 return None
-            if found is not False:
-                found = _direct.core_found(core, name, pg, found, tensor,
-                                           partial(_reduce_args, root, is_root))
-                if found is None:
-                    return None
-                # (no Plan kept yet, a rank that left, or a tensor that is not messages)
-                hit, a = found
-                if 0 < a.size <= MAX_COUNT:
-                    _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor)
-                    return None
-        if core is not None and (pg.direct is None or a is not None) and quick_allowed():
-            # MPI's Ireduce (a group that sends no messages, or more elements than they
-            # take): the tests, the lookup (all_reduce's entries), the call and its record
-            # in C
-            found = core.reduce_to(name, pg, tensor, _reduce.QUICK, op, root, is_root,
-                                   QUICKERS, len(_polling.spin), _departed.left)
-            if found is True:
-                return None
-            if found is False:
-                return _reduce_general(name, pg, tensor, root, op, async_op)
-            if len(found) == 3:  # (MPI raised)
-                hit, a, e = found
-                raise mpi_error(name, e, _reduce_args(root, is_root, hit, a)) from e
-            hit, a = found  # (a rank has left, or the signature goes beside the data)
-            quick(name, pg, "Ireduce", _reduce_args(root, is_root, hit, a),
-                  signed(name, pg, a.dtype, op, root, a.size) if a.size >= SIGNED else None)
-            return None
-        if a is None:
-            # all_reduce's quick path, rooted: the root reduces in place, the others send
-            a = quick_array(tensor, is_root)
-            if a is not None and pg.direct is not None and 0 < a.size <= MAX_COUNT:
-                # (messages: as every rank's call goes, its size alike, a miss too)
-                hit = _reduce_direct.QUICK.get((a.dtype, (op, root)))
-                if hit is not None:
-                    _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor)
-                    return None
-                a = None
+            a = None
         hit = _reduce.QUICK.get((a.dtype, op)) if a is not None else None
         if hit is not None:
             big = a.size >= SIGNED  # (its signature beside the data: quick(), below)
@@ -163,6 +132,49 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
                   signed(name, pg, a.dtype, op, root, a.size) if big else None)
             return None
     return _reduce_general(name, pg, tensor, root, op, async_op)
+
+
+def _reduce_in_core(core: Any, name: str, pg: Any, tensor: Any, op: ReduceOp, dst: Any,
+                    group_dst: Any) -> bool:
+    """reduce's quick path in the core: the root found, the tests, the lookup and the call
+    (the group's kept messages, or MPI's Ireduce) numbered, issued, waited on and recorded
+    in C. True when the call is done; False: the general path takes it (no entry yet, a
+    tensor the quick path does not take, or a root the core cannot find: Python's
+    validation words what is wrong)."""
+    spin, left = len(_polling.spin), _departed.left
+    if pg.direct is not None:
+        # as messages (all_reduce's quick path; its entry, of three, never makes MPI's
+        # Iallreduce)
+        found = core.reduce(name, pg, tensor, _reduce_direct.QUICK, op, QUICKERS, spin, left,
+                            MAX_COUNT, dst, group_dst)
+        if found is True:
+            return True
+        if found is not False:
+            root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
+            found = _direct.core_found(core, name, pg, found, tensor,
+                                       partial(_reduce_args, root, pg._rank == root))
+            if found is None:
+                return True
+            # (no Plan kept yet, a rank that left, or more elements than messages take)
+            hit, a = found
+            if 0 < a.size <= MAX_COUNT:
+                _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor, depth=6)
+                return True
+    # MPI's Ireduce (a group that sends no messages, or more elements than they take; on
+    # such a group, never fewer: those calls go as messages, their signature in the tags)
+    found = core.reduce_to(name, pg, tensor, _reduce.QUICK, op, dst, group_dst, QUICKERS,
+                           spin, left, -1 if pg.direct is None else MAX_COUNT)
+    if found is True or found is False:
+        return found
+    root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
+    is_root = pg._rank == root
+    if len(found) == 3:  # (MPI raised)
+        hit, a, e = found
+        raise mpi_error(name, e, _reduce_args(root, is_root, hit, a)) from e
+    hit, a = found  # (a rank has left, or the signature goes beside the data)
+    quick(name, pg, "Ireduce", _reduce_args(root, is_root, hit, a),
+          signed(name, pg, a.dtype, op, root, a.size) if a.size >= SIGNED else None, depth=4)
+    return True
 
 
 def _reduce_general(name: str, pg: Any, tensor: Any, root: int, op: Any,
