@@ -2106,9 +2106,11 @@ out:
     return result;
 }
 
-/* rooted(op, group, tensor, tensors, root, gathering, off_root, at_root, quickers, spin,
- * left): the quick path of a blocking gather (`gathering`) or scatter
- * (mpicoll/_collectives/_rooted_quick.py says when). On the root (group rank `root`),
+/* rooted(op, group, tensor, tensors, rank, group_rank, gathering, off_root, at_root,
+ * quickers, spin, left): the quick path of a blocking gather (`gathering`) or scatter
+ * (mpicoll/_collectives/_rooted_quick.py says when), to or from the group rank `root`
+ * that `rank` (global: dst or src) or `group_rank` (group_dst, group_src) names
+ * (root_of; where it cannot say, False). On the root,
  * listed_in over `at_root` with head (root,). Elsewhere, no list given, the array
  * (quick_array: written by a scatter) and `off_root` holding the entry `hit` the general
  * path validated for key (dtype, root, gathering): where the group sends messages and no
@@ -2117,17 +2119,19 @@ out:
  * (the caller makes the call), or (hit, first, second, seq, outcome), as run_kept_here's. */
 static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 11 || !PyDict_Check(args[6]) || !PyDict_Check(args[7]) ||
-        !PyDict_Check(args[8])) {
-        PyErr_SetString(PyExc_TypeError, "rooted(op, group, tensor, tensors, root, gathering, "
-                                         "off_root, at_root, quickers, spin, left): tables "
-                                         "and quickers dicts");
+    if (nargs != 12 || !PyDict_Check(args[7]) || !PyDict_Check(args[8]) ||
+        !PyDict_Check(args[9])) {
+        PyErr_SetString(PyExc_TypeError, "rooted(op, group, tensor, tensors, rank, group_rank, "
+                                         "gathering, off_root, at_root, quickers, spin, "
+                                         "left): tables and quickers dicts");
         return NULL;
     }
     PyObject *op = args[0], *group = args[1], *tensor = args[2], *tensors = args[3];
-    PyObject *root = args[4], *quickers = args[8];
-    int gathering = PyObject_IsTrue(args[5]), left = PyObject_IsTrue(args[10]);
-    long spin = PyLong_AsLong(args[9]);
+    PyObject *off_root = args[7], *at_root_table = args[8], *quickers = args[9];
+    PyObject *root = root_of(group, args[4], args[5]); /* borrowed */
+    if (root == NULL) return Py_NewRef(Py_False);
+    int gathering = PyObject_IsTrue(args[6]), left = PyObject_IsTrue(args[11]);
+    long spin = PyLong_AsLong(args[10]);
     PyObject *rankobj = group_get(group, G_RANK);
     if (rankobj == NULL) return NULL;
     int at_root = PyObject_RichCompareBool(rankobj, root, Py_EQ);
@@ -2137,7 +2141,7 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyObject *head = PyTuple_Pack(1, root);
         if (head == NULL) return NULL;
         PyObject *result = listed_in(op, group, tensor, tensors,
-                                     gathering ? WRITES_LIST : 0, args[7], head, quickers,
+                                     gathering ? WRITES_LIST : 0, at_root_table, head, quickers,
                                      spin, left);
         Py_DECREF(head);
         return result;
@@ -2148,7 +2152,7 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
     PyObject *key = PyTuple_Pack(3, (PyObject *)PyArray_DESCR((PyArrayObject *)a), root,
                                  gathering ? Py_True : Py_False);
-    PyObject *hit = key == NULL ? NULL : PyDict_GetItemWithError(args[6], key); /* borrowed */
+    PyObject *hit = key == NULL ? NULL : PyDict_GetItemWithError(off_root, key); /* borrowed */
     Py_XDECREF(key);
     if (hit == NULL || PyArray_SIZE((PyArrayObject *)a) > INT_MAX) {
         if (!PyErr_Occurred()) result = Py_NewRef(Py_False);
@@ -2302,8 +2306,8 @@ static PyMethodDef methods[] = {
      "lists(op, group, outputs, inputs, table, quickers, spin, left): all_to_all's quick "
      "path of two lists"},
     {"rooted", (PyCFunction)(void (*)(void))rooted, METH_FASTCALL,
-     "rooted(op, group, tensor, tensors, root, gathering, off_root, at_root, quickers, spin, "
-     "left): the quick path of a blocking gather or scatter"},
+     "rooted(op, group, tensor, tensors, rank, group_rank, gathering, off_root, at_root, "
+     "quickers, spin, left): the quick path of a blocking gather or scatter"},
     {"records", records, METH_NOARGS, "the flight recorder's C ring, oldest first"},
     {"configure", configure, METH_VARARGS, "what the Python side gives the core"},
     {NULL, NULL, 0, NULL},

@@ -256,6 +256,26 @@ def test_roots_named_wrong_after_warm_up_still_raise(rank, size, group):
         with pytest.raises(ArgumentTypeError, match=f"group_{dst}"):
             call(x, **{f"group_{dst}": True}, group=pg)
     assert (x == -1).all()
+    # gather and scatter, the same, on the root and off it
+    outs = [np.full(4, -1, np.float32) for _ in range(size)] if rank == 0 else None
+    ins = [np.full(4, float(j), np.float32) for j in range(size)] if rank == 0 else None
+    for _ in range(3):
+        dist.gather(x, outs, dst=0, group=pg)
+        dist.scatter(x, ins, src=0, group=pg)
+        dist.gather(x, outs, group_dst=0, group=pg)
+        dist.scatter(x, ins, group_src=0, group=pg)
+    assert_equal(x, np.full(4, float(rank)), "float32")
+    x[:] = -1
+    for call, what, lst in ((dist.gather, "dst", outs), (dist.scatter, "src", ins)):
+        with pytest.raises(ArgumentValueError, match=f"{what} {size + 5} is not a rank"):
+            call(x, lst, size + 5, group=pg)
+        with pytest.raises(ArgumentValueError, match=f"group_{what} must be in"):
+            call(x, lst, **{f"group_{what}": size}, group=pg)
+        with pytest.raises(ArgumentValueError, match=f"give either {what} or group_{what}"):
+            call(x, lst, 0, **{f"group_{what}": 0}, group=pg)
+        with pytest.raises(ArgumentTypeError, match=what):
+            call(x, lst, 0.0, group=pg)
+    assert (x == -1).all()
     dist.destroy_process_group(pg)
 
 

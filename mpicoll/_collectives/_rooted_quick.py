@@ -6,7 +6,7 @@ from typing import Any
 
 from .. import _core_loader, _departed, _polling
 from .._adapter.views import QUICKERS
-from . import _rooted_direct
+from . import _rooted_direct, _validate
 from ._call import quick, quick_allowed, quick_array
 from ._direct import settled
 from ._layout import apart, area, layout
@@ -28,21 +28,25 @@ _QUICK_GATHER: dict[tuple, tuple[Any, Any]] = Table()
 _QUICK_SCATTER: dict[tuple, tuple[Any, Any]] = Table()
 
 
-def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
+def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, tensors: Any,
                  gathering: bool) -> bool:
     """gather's (``gathering``) or scatter's quick path: a plain dtype seen before; on the
-    root, a list of adjacent views of sizes an earlier call of the general path
-    validated (written by gather, read by scatter; ``tensor`` the other way round).
-    True when done; False: take the general path."""
+    root (the group rank that ``rank``, global, or ``group_rank`` names: dst and group_dst,
+    or src and group_src), a list of adjacent views of sizes an earlier call of the
+    general path validated (written by gather, read by scatter; ``tensor`` the other way
+    round). True when done; False: take the general path (which also words a root named
+    wrong)."""
+    names = ("dst", "group_dst") if gathering else ("src", "group_src")
     core = _core_loader.module
-    if core is not None:  # (the lookup, and a kept Plan's run, in C: core.rooted)
+    if core is not None:  # (the root, the lookup, and a kept Plan's run, in C: core.rooted)
         if not quick_allowed():
             return False
-        found = core.rooted(name, pg, tensor, tensors, root, gathering, QUICK_OFF_ROOT,
-                            _QUICK_GATHER if gathering else _QUICK_SCATTER, QUICKERS,
-                            len(_polling.spin), _departed.left)
+        found = core.rooted(name, pg, tensor, tensors, rank, group_rank, gathering,
+                            QUICK_OFF_ROOT, _QUICK_GATHER if gathering else _QUICK_SCATTER,
+                            QUICKERS, len(_polling.spin), _departed.left)
         if found is True or found is False:
             return found
+        root = _validate.root(pg, name, rank, group_rank, *names)
         if len(found) == 5:  # (the Plan's run did not finish)
             settled(core, name, pg, *found, tensor if pg._rank != root else
                     (tensor, tensors))
@@ -52,6 +56,7 @@ def quick_rooted(name: str, pg: Any, root: int, tensor: Any, tensors: Any,
         a = quick_array(tensor, not gathering)
         if a is None:
             return False
+        root = _validate.root(pg, name, rank, group_rank, *names)
         if pg._rank != root:
             hit = QUICK_OFF_ROOT.get((a.dtype, root, gathering)) if not tensors else None
             q = None

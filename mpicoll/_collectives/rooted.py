@@ -233,9 +233,9 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
         return None
     if dst is None and group_dst is None:
         dst = 0  # torch's default: global rank 0
-    root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
-    if not async_op and quick_rooted(name, pg, root, tensor, gather_list, True):
+    if not async_op and quick_rooted(name, pg, dst, group_dst, tensor, gather_list, True):
         return None
+    root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
     return _gather(name, pg, root, tensor, gather_list, async_op)
 
 
@@ -311,9 +311,9 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
         return None
     if src is None and group_src is None:
         src = 0  # torch's default: global rank 0
-    root = _validate.root(pg, name, src, group_src, "src", "group_src")
-    if not async_op and quick_rooted(name, pg, root, tensor, scatter_list, False):
+    if not async_op and quick_rooted(name, pg, src, group_src, tensor, scatter_list, False):
         return None
+    root = _validate.root(pg, name, src, group_src, "src", "group_src")
     return _scatter(name, pg, root, tensor, scatter_list, async_op)
 
 
