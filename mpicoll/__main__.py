@@ -53,6 +53,52 @@ def _recording() -> str:
              "not written (set MPICOLL_TRACE_DIR=<dir>)"))
 
 
+def _checks() -> str:
+    """Which mistakes the calls catch by default (docs/errors.md): what travels with them."""
+    from . import _env  # lazy: with info's other imports
+    from ._collectives._all_reduce_direct import MAX_COUNT
+    from ._collectives._direct import MAX_RANKS
+    from ._collectives._sizes import SIGNED
+
+    s = _env.settings()
+    if s.check:
+        return ("checked mode (MPICOLL_CHECK=1): every call's signature (collective, dtype, "
+                "op, root, sizes) compared across its group before it runs")
+    if not s.sizes:
+        return ("off (MPICOLL_CHECK=0): sizes and signatures that disagree across ranks "
+                "may pass unnoticed (docs/errors.md)")
+    where = (f"in its messages' tags on groups of 2 to {MAX_RANKS} ranks, and " if
+             MAX_RANKS >= 2 else "")
+    mpi = (f"above {MAX_COUNT} elements, or on more than {MAX_RANKS} ranks" if MAX_RANKS >= 2
+           else "on every group, with MPICOLL_DIRECT=0")
+    return (f"counts and the call's signature (collective, dtype, op, root) travel {where}"
+            f"beside MPI's collectives with the counts, and beside all_reduce, broadcast and "
+            f"reduce from 2**{SIGNED.bit_length() - 1} elements: a mismatch raises on every "
+            f"rank. Not compared: those three below 2**{SIGNED.bit_length() - 1} elements "
+            f"where MPI's own collective makes them: {mpi}; MPICOLL_CHECK=1 compares every "
+            f"call")
+
+
+def _watchdog() -> str:
+    """When a wait that does not end is reported, and when it ends the job."""
+    from . import _env  # lazy: with info's other imports
+
+    s = _env.settings()
+    ends = (f"a collective that waits {_seconds(s.timeout)} ends the job on every rank "
+            f"(MPICOLL_TIMEOUT)" if s.timeout else "no timeout (MPICOLL_TIMEOUT=0): a wait "
+            "that never ends is reported only")
+    notice = (f"'still waiting' after {_seconds(s.notice)}, then every 4 times as long "
+              f"(MPICOLL_NOTICE)" if s.notice else "no 'still waiting' notices "
+              "(MPICOLL_NOTICE=0)")
+    return f"{ends}; {notice}"
+
+
+def _seconds(t: float) -> str:
+    if t >= 60 and t % 60 == 0:
+        return f"{t / 60:g} min"
+    return f"{t:g} s"
+
+
 def _library(MPI: Any) -> str:
     """The MPI library's name and version: "MPICH 5.0.2", "Open MPI v5.0.11"."""
     first = MPI.Get_library_version().splitlines()[0]
@@ -83,6 +129,8 @@ def info(verbose: bool = False) -> list[tuple[str, str]]:
     large = MPI.Get_version() >= (4, 0)
     rows.append(("large messages", "yes (MPI-4 calls with large counts)" if large else
                  "no (this MPI limits a message to 2**31-1 elements)"))
+    rows.append(("checks", _checks()))
+    rows.append(("watchdog", _watchdog()))
     rows.append(("flight record", _recording()))
     for module, dist in _FRAMEWORKS:
         version = _version(dist) or _provider_version(module)

@@ -30,7 +30,7 @@ def test_info():
 
     from mpicoll._adapter.device import gpu_aware
 
-    rows = _rows()
+    rows = _rows(MPICOLL_CHECK="", MPICOLL_DIRECT="", MPICOLL_TIMEOUT="", MPICOLL_NOTICE="")
     assert rows["mpicoll"] == "0.1.0"
     assert rows["mpi4py"] == mpi4py.__version__
     # mpi4py asks for MPI_THREAD_MULTIPLE, which both pip MPIs give (the progress thread
@@ -51,6 +51,27 @@ def test_info():
     for module, dist in (("numpy", "numpy"), ("torch", "torch"), ("paddle", "paddlepaddle"),
                          ("jax", "jax")):
         assert rows[module] == md.version(dist), (module, rows[module])
+    # which checks are on, and the watchdog's times, as the settings make them
+    assert rows["checks"] == (
+        "counts and the call's signature (collective, dtype, op, root) travel in its "
+        "messages' tags on groups of 2 to 8 ranks, and beside MPI's collectives with the "
+        "counts, and beside all_reduce, broadcast and reduce from 2**20 elements: a mismatch "
+        "raises on every rank. Not compared: those three below 2**20 elements where MPI's own "
+        "collective makes them: above 512 elements, or on more than 8 ranks; MPICOLL_CHECK=1 "
+        "compares every call")
+    assert rows["watchdog"] == (
+        "a collective that waits 30 min ends the job on every rank (MPICOLL_TIMEOUT); 'still "
+        "waiting' after 1 min, then every 4 times as long (MPICOLL_NOTICE)")
+    other = _rows(MPICOLL_CHECK="1", MPICOLL_TIMEOUT="90", MPICOLL_NOTICE="0")
+    assert other["checks"].startswith("checked mode (MPICOLL_CHECK=1): every call's signature")
+    assert other["watchdog"] == ("a collective that waits 90 s ends the job on every rank "
+                                 "(MPICOLL_TIMEOUT); no 'still waiting' notices "
+                                 "(MPICOLL_NOTICE=0)")
+    other = _rows(MPICOLL_CHECK="0", MPICOLL_DIRECT="0", MPICOLL_TIMEOUT="0")
+    assert other["checks"].startswith("off (MPICOLL_CHECK=0): ")
+    assert other["watchdog"].startswith("no timeout (MPICOLL_TIMEOUT=0)")
+    assert _rows(MPICOLL_DIRECT="0")["checks"].endswith(
+        "makes them: on every group, with MPICOLL_DIRECT=0; MPICOLL_CHECK=1 compares every call")
     assert "call choices" not in rows  # internals: --verbose
     assert _rows(MPICOLL_GPU_AWARE="1")["GPU-aware MPI"] == "yes (forced by MPICOLL_GPU_AWARE=1)"
 
