@@ -1591,9 +1591,10 @@ static PyObject *root_of(PyObject *group, PyObject *global, PyObject *group_rank
 /* reduce(op, group, tensor, table, reduce_op, quickers, spin, left, most[, dst,
  * group_dst]): the quick path of a blocking all_reduce of `tensor` in place
  * (mpicoll/_collectives/all_reduce.py says when and what); given dst and group_dst, a
- * reduce's as messages, to the group rank they name (root_of; where it cannot say, False),
- * its entry found for (reduce_op, that rank) (mpicoll/_collectives/rooted.py). The array (quick_array, writable) and `table` holding the entry
- * `hit` the general path validated for its dtype and `reduce_op`: where the group sends
+ * reduce's as messages, to the group rank they name (root_of; where it cannot say,
+ * False), its entry found for (reduce_op, that rank) (mpicoll/_collectives/rooted.py).
+ * The array (quick_array, writable) and `table` holding the entry `hit` the general
+ * path validated for its dtype and `reduce_op`: where the group sends
  * messages (its `direct` communicator), `tensor` has 1 to `most` elements, no rank has
  * left and the group keeps the call's Plan, run here, numbered (run_plan). Returns False
  * (the general path takes the call), True (done), (hit, a) (the caller makes the call),
@@ -1653,8 +1654,9 @@ out:
  * (global) or `group_dst` names (root_of; where it cannot say, False) that MPI's Ireduce
  * makes: a group that sends no messages (fewest -1), or more than `fewest` elements, the
  * most its messages take (mpicoll/_collectives/rooted.py says when; False for fewer).
- * The array (quick_array, writable on the root only) and `table` (all_reduce's) holding the entry `hit` = (MPI datatype, MPI op)
- * the general path validated for its dtype and `reduce_op`. MPI's Ireduce, numbered
+ * The array (quick_array, writable on the root only) and `table` (all_reduce's) holding
+ * the entry `hit` = (MPI datatype, MPI op) the general path validated for its dtype and
+ * `reduce_op`. MPI's Ireduce, numbered
  * (whatever happens next), recorded, waited on. Returns False (the general path takes
  * the call), True (done), (hit, a) (a rank has left, or a signature goes beside the
  * data: the caller makes the call), or (hit, a, error) where MPI raised (the caller
@@ -1720,8 +1722,9 @@ out:
 /* bcast(op, group, tensor, src, group_src, table, quickers, spin, left, most): the quick
  * path of a blocking broadcast of `tensor` from the group rank `src` (global) or
  * `group_src` names (root_of; where it cannot say, False: Python's general path says what
- * is wrong) (mpicoll/_collectives/rooted.py says when and what): the array (quick_array, writable) and `table` holding the entry
- * `hit` = (MPI datatype, root) the general path validated for its dtype and root. Where
+ * is wrong) (mpicoll/_collectives/rooted.py says when and what): the array
+ * (quick_array, writable) and `table` holding the entry `hit` = (MPI datatype, root) the
+ * general path validated for its dtype and root. Where
  * the group sends messages (its `direct` communicator) and `tensor` has 1 to `most`
  * elements, the group's kept Plan of it run here, numbered (run_plan); else MPI's
  * Ibcast, numbered (whatever happens next), recorded. Returns False (the general path
