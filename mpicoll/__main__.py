@@ -56,6 +56,7 @@ def _recording() -> str:
 def _checks() -> str:
     """Which mistakes the calls catch by default (docs/errors.md): what travels with them."""
     from . import _env  # lazy: with info's other imports
+    from ._collectives import _signature
     from ._collectives._all_reduce_direct import MAX_COUNT
     from ._collectives._direct import MAX_RANKS
     from ._collectives._sizes import SIGNED
@@ -67,16 +68,25 @@ def _checks() -> str:
     if not s.sizes:
         return ("off (MPICOLL_CHECK=0): sizes and signatures that disagree across ranks "
                 "may pass unnoticed (docs/errors.md)")
-    where = (f"in its messages' tags on groups of 2 to {MAX_RANKS} ranks, and " if
-             MAX_RANKS >= 2 else "")
-    mpi = (f"above {MAX_COUNT} elements, or on more than {MAX_RANKS} ranks" if MAX_RANKS >= 2
-           else "on every group, with MPICOLL_DIRECT=0")
-    return (f"counts and the call's signature (collective, dtype, op, root) travel {where}"
-            f"beside MPI's collectives with the counts, and beside all_reduce, broadcast and "
-            f"reduce from 2**{SIGNED.bit_length() - 1} elements: a mismatch raises on every "
-            f"rank. Not compared: those three below 2**{SIGNED.bit_length() - 1} elements "
-            f"where MPI's own collective makes them: {mpi}; MPICOLL_CHECK=1 compares every "
-            f"call")
+    big = f"2**{SIGNED.bit_length() - 1}"
+    carried, missed = [], []
+    if MAX_RANKS >= 2:
+        signed = "and the signature (collective, dtype, op) " if _signature.bits() else ""
+        carried.append(f"the counts {signed}in the messages' tags on groups of 2 to "
+                       f"{MAX_RANKS} ranks (a broadcast's root in its acknowledgements)")
+        where = f"above {MAX_COUNT} elements, or on more than {MAX_RANKS} ranks"
+    else:
+        where = f"every group, with MPICOLL_DIRECT={MAX_RANKS}"
+    carried.append("the counts and the signature beside MPI's collectives that send counts")
+    carried.append(f"the signature and root beside all_reduce, broadcast and reduce from {big} "
+                   "elements")
+    missed.append(f"those three below {big} elements where MPI's own collective makes them "
+                  f"({where}), and a premul_sum one")
+    if MAX_RANKS >= 2:
+        missed.append("the roots of reduce, gather and scatter on groups that send messages")
+    return (f"a mismatch raises on every rank where the call carries what to compare: "
+            f"{'; '.join(carried)}. Not compared: {'; '.join(missed)}. MPICOLL_CHECK=1 "
+            f"compares every call")
 
 
 def _watchdog() -> str:
@@ -87,6 +97,7 @@ def _watchdog() -> str:
     ends = (f"a collective that waits {_seconds(s.timeout)} ends the job on every rank "
             f"(MPICOLL_TIMEOUT)" if s.timeout else "no timeout (MPICOLL_TIMEOUT=0): a wait "
             "that never ends is reported only")
+    ends += " (a group made with its own timeout= keeps it)"
     notice = (f"'still waiting' after {_seconds(s.notice)}, then every 4 times as long "
               f"(MPICOLL_NOTICE)" if s.notice else "no 'still waiting' notices "
               "(MPICOLL_NOTICE=0)")

@@ -53,25 +53,29 @@ def test_info():
         assert rows[module] == md.version(dist), (module, rows[module])
     # which checks are on, and the watchdog's times, as the settings make them
     assert rows["checks"] == (
-        "counts and the call's signature (collective, dtype, op, root) travel in its "
-        "messages' tags on groups of 2 to 8 ranks, and beside MPI's collectives with the "
-        "counts, and beside all_reduce, broadcast and reduce from 2**20 elements: a mismatch "
-        "raises on every rank. Not compared: those three below 2**20 elements where MPI's own "
-        "collective makes them: above 512 elements, or on more than 8 ranks; MPICOLL_CHECK=1 "
-        "compares every call")
+        "a mismatch raises on every rank where the call carries what to compare: the counts "
+        "and the signature (collective, dtype, op) in the messages' tags on groups of 2 to 8 "
+        "ranks (a broadcast's root in its acknowledgements); the counts and the signature "
+        "beside MPI's collectives that send counts; the signature and root beside "
+        "all_reduce, broadcast and reduce from 2**20 elements. Not compared: those three "
+        "below 2**20 elements where MPI's own collective makes them (above 512 elements, or "
+        "on more than 8 ranks), and a premul_sum one; the roots of reduce, gather and "
+        "scatter on groups that send messages. MPICOLL_CHECK=1 compares every call")
     assert rows["watchdog"] == (
-        "a collective that waits 30 min ends the job on every rank (MPICOLL_TIMEOUT); 'still "
-        "waiting' after 1 min, then every 4 times as long (MPICOLL_NOTICE)")
+        "a collective that waits 30 min ends the job on every rank (MPICOLL_TIMEOUT) (a group "
+        "made with its own timeout= keeps it); 'still waiting' after 1 min, then every 4 "
+        "times as long (MPICOLL_NOTICE)")
     other = _rows(MPICOLL_CHECK="1", MPICOLL_TIMEOUT="90", MPICOLL_NOTICE="0")
     assert other["checks"].startswith("checked mode (MPICOLL_CHECK=1): every call's signature")
     assert other["watchdog"] == ("a collective that waits 90 s ends the job on every rank "
-                                 "(MPICOLL_TIMEOUT); no 'still waiting' notices "
-                                 "(MPICOLL_NOTICE=0)")
+                                 "(MPICOLL_TIMEOUT) (a group made with its own timeout= "
+                                 "keeps it); no 'still waiting' notices (MPICOLL_NOTICE=0)")
     other = _rows(MPICOLL_CHECK="0", MPICOLL_DIRECT="0", MPICOLL_TIMEOUT="0")
     assert other["checks"].startswith("off (MPICOLL_CHECK=0): ")
     assert other["watchdog"].startswith("no timeout (MPICOLL_TIMEOUT=0)")
     assert _rows(MPICOLL_DIRECT="0")["checks"].endswith(
-        "makes them: on every group, with MPICOLL_DIRECT=0; MPICOLL_CHECK=1 compares every call")
+        "makes them (every group, with MPICOLL_DIRECT=0), and a premul_sum one. "
+        "MPICOLL_CHECK=1 compares every call")
     assert "call choices" not in rows  # internals: --verbose
     assert _rows(MPICOLL_GPU_AWARE="1")["GPU-aware MPI"] == "yes (forced by MPICOLL_GPU_AWARE=1)"
 
