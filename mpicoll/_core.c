@@ -1229,16 +1229,31 @@ static int method_kind(PyObject *method) {
 #endif
 
 #ifdef DICT_VERSIONS
-/* Whether `part` is the part remembered: the same object, or a tuple of the same objects
- * (a reduce's (op, root), made anew by each call) */
-static int same_part(PyObject *kept, PyObject *part) {
+/* Whether `part` is the part remembered, as the dict's key comparison would find it: the
+ * same object, an int of the same value (both exactly int), or a tuple of such items, to
+ * two levels (a reduce's (op, root), all_to_all_single's (rank, send sizes, receive
+ * sizes): tuples made anew by each call). Anything else compares by identity only (a
+ * miss at worst: the dict is asked). */
+static int same_item(PyObject *kept, PyObject *part, int depth) {
     if (kept == part) return 1;
-    if (kept == NULL || !PyTuple_CheckExact(kept) || !PyTuple_CheckExact(part) ||
+    if (kept == NULL) return 0;
+    if (PyLong_CheckExact(kept) && PyLong_CheckExact(part)) {
+        int overflow_k = 0, overflow_p = 0;
+        long long k = PyLong_AsLongLongAndOverflow(kept, &overflow_k);
+        long long p = PyLong_AsLongLongAndOverflow(part, &overflow_p);
+        return !overflow_k && !overflow_p && k == p;
+    }
+    if (depth == 0 || !PyTuple_CheckExact(kept) || !PyTuple_CheckExact(part) ||
         PyTuple_GET_SIZE(kept) != PyTuple_GET_SIZE(part))
         return 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(part); i++)
-        if (PyTuple_GET_ITEM(kept, i) != PyTuple_GET_ITEM(part, i)) return 0;
+        if (!same_item(PyTuple_GET_ITEM(kept, i), PyTuple_GET_ITEM(part, i), depth - 1))
+            return 0;
     return 1;
+}
+
+static int same_part(PyObject *kept, PyObject *part) {
+    return same_item(kept, part, 2);
 }
 #endif
 

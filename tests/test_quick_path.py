@@ -159,10 +159,12 @@ def test_calls_that_differ_in_one_part_of_their_key_alternate(rank, size, group)
             dist.all_to_all_single(out, _a2a_input(rank, size, even, dtype).reshape(shape),
                                    group=group)
             assert_equal(out, _a2a_expected(rank, size, even, dtype).reshape(shape), dtype)
-        out = np.full((size + 1, COLS), -1, np.int64)
-        dist.all_to_all_single(out, _a2a_input(rank, size, m1, "int64"),
-                               [m1[j][rank] for j in range(size)], list(m1[rank]), group=group)
-        assert_equal(out, _a2a_expected(rank, size, m1, "int64"), "int64")
+        for m in (m1, _matrix(size, 2), m1):  # (split sizes that differ in value only)
+            out = np.full((size + 1, COLS), -1, np.int64)
+            dist.all_to_all_single(out, _a2a_input(rank, size, m, "int64"),
+                                   [m[j][rank] for j in range(size)], list(m[rank]),
+                                   group=group)
+            assert_equal(out, _a2a_expected(rank, size, m, "int64"), "int64")
         g = np.full((size, 3), -1, np.float32)
         dist.all_gather_into_tensor(g, np.full(3, rank, np.float32), group=group)
         assert_equal(g, np.repeat(np.arange(size), 3).reshape(size, 3), "float32")
