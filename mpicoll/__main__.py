@@ -55,7 +55,8 @@ def _recording() -> str:
 
 def _checks() -> str:
     """Which mistakes the calls catch by default (docs/errors.md): what travels with them."""
-    from . import _env  # lazy: with info's other imports
+    # lazy: with info's other imports (these start MPI's settings)
+    from . import _env
     from ._collectives import _signature
     from ._collectives._all_reduce_direct import MAX_COUNT
     from ._collectives._direct import MAX_RANKS
