@@ -73,8 +73,10 @@ def _checks() -> str:
     carried, missed = [], []
     if MAX_RANKS >= 2:
         signed = "and the signature (collective, dtype, op) " if _signature.bits() else ""
+        acks = " (a broadcast's and a scatter's root in their acknowledgements)" if signed \
+            else ""
         carried.append(f"the counts {signed}in the messages' tags on groups of 2 to "
-                       f"{MAX_RANKS} ranks (a broadcast's root in its acknowledgements)")
+                       f"{MAX_RANKS} ranks{acks}")
         where = f"above {MAX_COUNT} elements, or on more than {MAX_RANKS} ranks"
     else:
         where = f"every group, with MPICOLL_DIRECT={MAX_RANKS}"
@@ -84,7 +86,8 @@ def _checks() -> str:
     missed.append(f"those three below {big} elements where MPI's own collective makes them "
                   f"({where}), and a premul_sum one")
     if MAX_RANKS >= 2:
-        missed.append("the roots of reduce, gather and scatter on groups that send messages")
+        rooted = "reduce and gather" if _signature.bits() else "broadcast, reduce, gather and scatter"
+        missed.append(f"the roots of {rooted} on groups that send messages")
     return (f"a mismatch raises on every rank where the call carries what to compare: "
             f"{'; '.join(carried)}. Not compared: {'; '.join(missed)}. MPICOLL_CHECK=1 "
             f"compares every call")

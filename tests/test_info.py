@@ -55,12 +55,13 @@ def test_info():
     assert rows["checks"] == (
         "a mismatch raises on every rank where the call carries what to compare: the counts "
         "and the signature (collective, dtype, op) in the messages' tags on groups of 2 to 8 "
-        "ranks (a broadcast's root in its acknowledgements); the counts and the signature "
+        "ranks (a broadcast's and a scatter's root in their acknowledgements); the counts "
+        "and the signature "
         "beside MPI's collectives that send counts; the signature and root beside "
         "all_reduce, broadcast and reduce from 2**20 elements. Not compared: those three "
         "below 2**20 elements where MPI's own collective makes them (above 512 elements, or "
-        "on more than 8 ranks), and a premul_sum one; the roots of reduce, gather and "
-        "scatter on groups that send messages. MPICOLL_CHECK=1 compares every call")
+        "on more than 8 ranks), and a premul_sum one; the roots of reduce and gather on "
+        "groups that send messages. MPICOLL_CHECK=1 compares every call")
     assert rows["watchdog"] == (
         "a collective that waits 30 min ends the job on every rank (MPICOLL_TIMEOUT) (a group "
         "made with its own timeout= keeps it); 'still waiting' after 1 min, then every 4 "

@@ -263,6 +263,65 @@ def test_a_root_that_differs_raises_at_the_call_and_leaves_nothing_queued(
         np.testing.assert_array_equal(y, np.full(count, value))
 
 
+@pytest.mark.parametrize("async_op", [False, True])
+@pytest.mark.parametrize("count", [3, 5000])
+def test_a_scatter_root_that_differs_raises_at_the_call_and_leaves_nothing_queued(
+        rank, size, async_op, count):
+    """A scatter's root that differs between two ranks, both ways. Before, two ranks that
+    each took themselves for the root each returned its own chunk and left the chunk it
+    sent queued, and the next scatter between them received that stale chunk in place of
+    its data. Now each raises at the call (its chunk, however long, meets the other's
+    acknowledgement), and the next scatters deliver their own data, as numpy's split of
+    the root's list says. 5000 float64: longer than where an acknowledgement arrives."""
+    pair = dist.new_group([0, 1])
+    if rank > 1:
+        return
+
+    def scatter(root, base):
+        chunks = list(np.split(np.arange(2 * count, dtype=np.float64) + base, 2)) \
+            if rank == root else None
+        out = np.full(count, -1.0)
+        _waited(dist.scatter(out, chunks, group=pair, group_src=root, async_op=async_op))
+        return out
+
+    np.testing.assert_array_equal(scatter(0, 0.0), np.arange(count) + rank * count)
+    seq = 1
+    for theirs, said in ((rank, "rank {me} and rank {peer} each took itself for the root"),
+                         (1 - rank, "rank {me} took rank {peer} for the root, and rank "
+                                    "{peer} took rank {me}")):
+        for _ in range(2):
+            seq += 1
+            with pytest.raises(SignatureMismatch) as e:
+                scatter(theirs, 100.0 * rank)
+            assert f"scatter #{seq}: the ranks disagree on the root: " + \
+                said.format(me=rank, peer=1 - rank) in str(e.value), str(e.value)
+    for base in (1000.0, 2000.0, 3000.0):  # nothing left over from the calls that raised
+        for root in (0, 1):
+            np.testing.assert_array_equal(scatter(root, base),
+                                          np.arange(count) + rank * count + base)
+
+
+@pytest.mark.parametrize("async_op", [False, True])
+def test_a_scatter_root_met_by_another_dtype_raises_on_the_root_too(rank, size, async_op):
+    # the root's acknowledgements carry each rank's dtype: a rank whose tensor is int32
+    # against the root's float32 list (the same itemsize) raises where it receives, and
+    # the root raises too, naming it, where before it returned as if all had gone well
+    g = dist.new_group(list(range(size)))
+    dt = np.int32 if rank == 1 else np.float32
+    chunks = list(np.ones((size, 2), np.float32)) if rank == 0 else None
+    for _ in range(2):
+        out = np.zeros(2, dt)
+        if rank in (0, 1):
+            with pytest.raises(SignatureMismatch) as e:
+                _waited(dist.scatter(out, chunks, src=0, group=g, async_op=async_op))
+            theirs, mine = ("int32", "float32") if rank == 0 else ("float32", "int32")
+            assert "scatter #" in str(e.value), str(e.value)
+            assert f"dtype: '{theirs}' there, '{mine}' here" in str(e.value), str(e.value)
+        else:
+            _waited(dist.scatter(out, chunks, src=0, group=g, async_op=async_op))
+            np.testing.assert_array_equal(out, np.ones(2))
+
+
 def test_a_pair_s_broadcast_then_the_whole_group_s_from_the_same_root(rank, size):
     # the root's messages were kept by (root, count) alone: the pair's, to rank 1 only,
     # then served the whole group's broadcast, and ranks 2 and up never received

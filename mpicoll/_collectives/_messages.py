@@ -10,6 +10,8 @@ from typing import Any
 from numpy import array as _array
 from numpy import copyto as _copyto
 from numpy import int64 as _int64
+from numpy import uint8 as _uint8
+from numpy import zeros as _zeros
 
 from .. import _core_loader, _departed, _polling
 from .._abandoned import settle
@@ -46,13 +48,28 @@ def _bytes(buf: Any, count: int, at: int, dt: Any, isz: int) -> list:
 
 
 # where a root's acknowledgements arrive (:class:`Direct`'s ``acks``): none carries data,
-# but a rank that took itself for the root sends its data there instead, refused by its
-# tag; room for the largest such message (a broadcast's, _rooted_direct.MAX_BROADCAST
-# elements of 32 bytes: that module checks), shared, since only a call that raises writes
-# into it (a longer message of another collective is cut short: an error, then its tag
-# is compared all the same)
+# but a rank that took itself for the root sends its data there instead, to be refused
+# by its tag. The room holds at least what this rank sends that peer (the same, where the
+# ranks agree on sizes), never less than ACK_ROOM bytes: a message cut short is an error
+# on MPICH, but on Open MPI a long one can be written past the room's end (its
+# single-copy path) before any check runs. Shared by size class (a power of two; only a
+# call that raises writes into one), numpy's zeros, whose pages stay untouched until
+# then; at most 2**30 bytes (a longer chunk that meets an acknowledgement is Open MPI's
+# hazard of sizes that differ, docs/errors.md)
 ACK_ROOM = 1 << 14
-_ack_room = bytearray(ACK_ROOM)
+_ROOM_MAX = 1 << 30
+_rooms: dict[int, Any] = {}
+
+
+def _ack_room(nbytes: int) -> list:
+    """A receive of an acknowledgement into a room of at least ``nbytes`` (capped)."""
+    size = min(max(ACK_ROOM, 1 << max(nbytes - 1, 0).bit_length()), _ROOM_MAX)
+    room = _rooms.get(size)
+    if room is None:
+        room = _rooms[size] = _zeros(size, _uint8)
+    return [room, size, _BYTE]
+
+
 _NOTHING = [bytearray(1), (0, 0), _BYTE]
 
 
@@ -65,16 +82,17 @@ class Direct:
     ``MPICOLL_CHECK=0``). ``counts``: an exchange's (send, receive) counts of every
     rank, for its arguments.
 
-    ``acks``: a broadcast's acknowledgements, where the check is on. A root receives one
-    from each rank (peer, count, where in ``base``), each rank sends one to the root
-    (peer, count): no data, a tag with the count and :func:`._signature.acknowledging`'s
-    signature. So every rank that takes itself for the root receives from every other
-    rank: where two ranks take different roots, each one's message reaches the other at
-    this call and is refused by its tag, where without them each would return its own
-    tensor and leave its message queued for the next broadcast between them."""
+    ``acks``: a broadcast's or scatter's acknowledgements, where the check is on. A root
+    receives one from each rank (peer, count, where in ``base``), each rank sends one to
+    the root (peer, count): no data, a tag with the count and
+    :func:`._signature.acknowledging`'s signature. So every rank that takes itself for
+    the root receives from every other rank: where two ranks take different roots, each
+    one's message reaches the other at this call and is refused by its tag, where
+    without them each would return its own tensor (or chunk) and leave its message
+    queued for the next call between them."""
 
     __slots__ = ("acks_in", "acks_out", "base", "big", "bits", "capped", "cmax", "counts",
-                 "lengths", "recvs", "sends", "sig", "sizes", "tags", "zeros")
+                 "lengths", "recvs", "sends", "sent", "sig", "sizes", "tags", "zeros")
 
     def __init__(self, recvs: list[tuple[int, int, int]], sends: list[tuple[int, int]],
                  base: list[int], sizes: Sizes | None, n: int,
@@ -97,6 +115,7 @@ class Direct:
         self.acks_out = [(j, tag(c, ack)) for j, c in (a for a in acks if len(a) == 2)]
         self.recvs = [*recvs, *self.acks_in]
         self.sends = [(j, c, tag(c)) for j, c in sends]
+        self.sent = {j: c for j, c in sends}  # (elements to each peer: its ack's room)
         # what each receive's tag must be (the acknowledgements' last)
         self.tags = (*(tag(c) for _, c, _ in recvs), *(tag(c, ack) for _, c, _ in self.acks_in))
         # (a count a tag cannot hold: its length compared; (index, count) of those receives)
@@ -113,12 +132,15 @@ class Direct:
         for each rank, receive buffer, its displacement for each rank, MPI datatype),
         displacements in elements."""
         sbuf, sd, rbuf, rd, dt = bufs
-        if self.big:
-            return _large.post_messages(comm, self.recvs, self.sends, sbuf, sd, rbuf, rd, dt)
         irecv, isend, isz = comm.Irecv, comm.Isend, dt.Get_size()
         data = len(self.recvs) - len(self.acks_in)
+        if self.big:  # (in the same order: the data's receives, the acknowledgements', ...)
+            reqs = _large.post_messages(comm, self.recvs[:data], [], sbuf, sd, rbuf, rd, dt)
+            reqs += [irecv(_ack_room(self.sent[j] * isz), j, _ANY) for j, _, _ in self.acks_in]
+            reqs += _large.post_messages(comm, [], self.sends, sbuf, sd, rbuf, rd, dt)
+            return reqs + [isend(_NOTHING, j, tag) for j, tag in self.acks_out]
         reqs = [irecv(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs[:data]]
-        reqs += [irecv(_ack_room, j, _ANY) for j, _, _ in self.acks_in]
+        reqs += [irecv(_ack_room(self.sent[j] * isz), j, _ANY) for j, _, _ in self.acks_in]
         for j, c, tag in self.sends:
             reqs.append(isend(_bytes(sbuf, c, sd[j], dt, isz), j, tag))
         reqs += [isend(_NOTHING, j, tag) for j, tag in self.acks_out]
@@ -131,7 +153,7 @@ class Direct:
         rinit, sinit, isz = comm.Recv_init, comm.Send_init, dt.Get_size()
         data = len(self.recvs) - len(self.acks_in)
         reqs = [rinit(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs[:data]]
-        reqs += [rinit(_ack_room, j, _ANY) for j, _, _ in self.acks_in]
+        reqs += [rinit(_ack_room(self.sent[j] * isz), j, _ANY) for j, _, _ in self.acks_in]
         for j, c, tag in self.sends:
             reqs.append(sinit(_bytes(sbuf, c, sd[j], dt, isz), j, tag))
         reqs += [sinit(_NOTHING, j, tag) for j, tag in self.acks_out]
@@ -175,8 +197,8 @@ class Direct:
     def _differs(self, peer: int, mine: int, theirs: int, me: int, root: bool,
                  seq: int) -> None:
         """Raise SignatureMismatch: group rank ``peer``'s call is another than this one,
-        call ``seq`` on the group (``root``: this rank is a broadcast's root, reading an
-        acknowledgement)."""
+        call ``seq`` on the group (``root``: this rank is a broadcast's or scatter's root,
+        reading an acknowledgement)."""
         op = f"{self.sizes.op} #{seq}" if seq else self.sizes.op
         roots = roots_differ(mine, theirs)
         if roots is not None:
@@ -185,8 +207,9 @@ class Direct:
                 f"{roots.format(peer=peer, me=me)}. The output of rank {me} is not what the "
                 "call asked for; every rank must pass the same src (or group_src)")
         said = "; ".join(differs(mine, theirs))
-        outcome = (f"The root's tensor (rank {me}) is unchanged; rank {peer}'s output is not "
-                   "what the call asked for" if root else
+        outcome = (f"The root's tensor (rank {me}) is "
+                   f"{'unchanged' if self.sizes.op == 'broadcast' else 'its own chunk'}; "
+                   f"rank {peer}'s output is not what the call asked for" if root else
                    f"Rank {me} did not wait for the others" if
                    self.sizes.op == "barrier" else
                    f"The output of rank {me} is not what the call asked for")

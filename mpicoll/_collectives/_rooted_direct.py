@@ -15,7 +15,7 @@ from .._work import Work
 from ._direct import keeps, kept_call, new_plan, plan_key, put_back, span, take
 from ._layout import area as _area
 from ._layout import displs as _displs
-from ._messages import ACK_ROOM, Direct, issue, issue_plan
+from ._messages import Direct, issue, issue_plan
 from ._own_block import flat_copy
 from ._signature import signature
 from ._sizes import Sizes, _kept
@@ -28,7 +28,6 @@ from ._sizes import rooted as rooted_sizes
 # raises (where MPI's broadcast returned a wrong result silently on Open MPI). By
 # elements, so that ranks whose dtypes differ still take the same way (and are told so)
 MAX_BROADCAST = 512
-assert MAX_BROADCAST * 32 <= ACK_ROOM  # (a root's acknowledgements hold a broadcast's data)
 
 _fromaddress = MPI.buffer.fromaddress
 _buffer = MPI.buffer
@@ -43,15 +42,22 @@ def plan(pg: Any, root: int, gathering: bool, mine: int, counts: list[int] | Non
     me, n = pg._rank, pg._size
     key = ("rooted", me, root, gathering, mine, None if counts is None else tuple(counts),
            sizes, sig)
+    # a scatter's ranks acknowledge the root's message, as a broadcast's do
+    # (:func:`_broadcast_plan`): two ranks that each take themselves (or each other) for
+    # the root then raise at the call, where each returned its own chunk and left the
+    # other's queued for their next scatter. (A count of 0: a scatter's root has no sizes
+    # to compare, its output is its own chunk.) A gather's roots that differ wait instead,
+    # and no rank returns a wrong result: the watchdog ends that job
     if me == root:
         c = list(counts or ())
         others = [j for j in range(n) if j != root]
         return _kept(key, lambda: Direct([(j, c[j], j) for j in others], [], c, sizes, n,
                                          sig=sig)
-                     if gathering else Direct([], [(j, c[j]) for j in others], [], sizes, n,
-                                              sig=sig))
+                     if gathering else Direct([], [(j, c[j]) for j in others], [0] * n, sizes,
+                                              n, sig=sig, acks=[(j, 0, j) for j in others]))
     return _kept(key, lambda: Direct([], [(root, mine)], [], sizes, n, sig=sig)
-                 if gathering else Direct([(root, mine, 0)], [], [mine], sizes, n, sig=sig))
+                 if gathering else Direct([(root, mine, 0)], [], [mine], sizes, n, sig=sig,
+                                          acks=[(root, 0)]))
 
 
 def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any,

@@ -23,8 +23,7 @@ FULL = KIND_BITS + DTYPE_BITS + OP_BITS
 
 _KINDS = ("", "all_to_all_single", "all_to_all", "all_gather_into_tensor", "all_gather",
           "reduce_scatter_tensor", "reduce_scatter", "gather", "scatter",
-          "all_gather_coalesced", "all_reduce", "broadcast", "broadcast_ack", "barrier",
-          "reduce")
+          "all_gather_coalesced", "all_reduce", "broadcast", "ack", "barrier", "reduce")
 _DTYPES = ("", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
            "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
            "float8_e4m3fn", "float8_e5m2", "longdouble", "clongdouble")
@@ -35,6 +34,9 @@ _ALIASES = {"float128": "longdouble", "complex256": "clongdouble", "float96": "l
 _KIND = {k: i for i, k in enumerate(_KINDS)}
 _DTYPE = {d: i for i, d in enumerate(_DTYPES)}
 _OP = {o: i for i, o in enumerate(_OPS)}
+_KIND_MASK = (1 << KIND_BITS) - 1
+_OP_SHIFT = KIND_BITS + DTYPE_BITS
+_OP_MASK = ((1 << OP_BITS) - 1) << _OP_SHIFT
 
 
 def bits() -> int:
@@ -59,21 +61,39 @@ def code(op: str, dtype: Any, reduce_op: str | None = None) -> int:
 
 
 def acknowledging(sig: int) -> int:
-    """The signature of the acknowledgement a rank sends the root of a broadcast of
-    signature ``sig`` (:class:`._messages.Direct`'s ``acks``): its dtype, another kind."""
-    return sig & ~((1 << KIND_BITS) - 1) | _KIND["broadcast_ack"] if sig else 0
+    """The signature of the acknowledgement a rank sends the root of a broadcast or
+    scatter of signature ``sig`` (:class:`._messages.Direct`'s ``acks``): its dtype, the
+    kind "ack", and in the reduce op's bits (a rooted call has no reduce op) the kind of
+    the call it acknowledges, so that a broadcast's acknowledgement is no scatter's."""
+    if not sig:
+        return 0
+    return sig & ~(_KIND_MASK | _OP_MASK) | _KIND["ack"] | (sig & _KIND_MASK) << _OP_SHIFT
+
+
+def _acknowledged(code: int) -> int:
+    """The kind of call an acknowledgement's signature ``code`` acknowledges; 0 where
+    ``code`` is no acknowledgement."""
+    return (code & _OP_MASK) >> _OP_SHIFT if code & _KIND_MASK == _KIND["ack"] else 0
 
 
 def roots_differ(mine: int, theirs: int) -> str | None:
-    """Where a broadcast's data met an acknowledgement (or one acknowledgement another),
+    """Where a broadcast's or scatter's data met an acknowledgement of the same call,
     what the ranks took for the root, in words with {peer} and {me}; else None."""
-    kinds = (mine & ((1 << KIND_BITS) - 1), theirs & ((1 << KIND_BITS) - 1))
-    data, ack = _KIND["broadcast"], _KIND["broadcast_ack"]
-    if kinds == (ack, data):  # (this rank is the root, and so is the peer)
+    if _acknowledged(mine) and _acknowledged(mine) == theirs & _KIND_MASK:
+        # (this rank is the root, and so is the peer: its data came where an
+        # acknowledgement was awaited)
         return "rank {me} and rank {peer} each took itself for the root"
-    if kinds == (data, ack):  # (this rank took the peer for the root; the peer did not)
+    if _acknowledged(theirs) and _acknowledged(theirs) == mine & _KIND_MASK:
+        # (this rank took the peer for the root; the peer took this rank)
         return "rank {me} took rank {peer} for the root, and rank {peer} took rank {me}"
     return None
+
+
+def _as_call(code: int) -> int:
+    """A signature as the call it belongs to: an acknowledgement's, the call it
+    acknowledges (its kind, no reduce op)."""
+    kind = _acknowledged(code)
+    return code & ~(_KIND_MASK | _OP_MASK) | kind if kind else code
 
 
 def differs(mine: int, theirs: int) -> list[str]:
@@ -81,7 +101,8 @@ def differs(mine: int, theirs: int) -> list[str]:
     (where the collectives differ, a dtype or reduce op only one of them has is not
     named: a barrier has neither, a reduce_scatter's reduce op is not all_gather's)."""
     said = []
-    kinds_differ = (mine ^ theirs) & ((1 << KIND_BITS) - 1)
+    mine, theirs = _as_call(mine), _as_call(theirs)
+    kinds_differ = (mine ^ theirs) & _KIND_MASK
     for what, shift, width, names in (("collective", 0, KIND_BITS, _KINDS),
                                       ("dtype", KIND_BITS, DTYPE_BITS, _DTYPES),
                                       ("reduce op", KIND_BITS + DTYPE_BITS, OP_BITS, _OPS)):
@@ -92,5 +113,4 @@ def differs(mine: int, theirs: int) -> list[str]:
 
 
 def _name(names: tuple[str, ...], code: int) -> str:
-    name = names[code] if 0 < code < len(names) else "another"
-    return "broadcast" if name == "broadcast_ack" else name  # (the root's side of one)
+    return names[code] if 0 < code < len(names) else "another"

@@ -28,6 +28,8 @@ CASES = {
     "op": "all_reduce, SUM on rank 0, MAX elsewhere",
     "rs-avg": "reduce_scatter_tensor, AVG on rank 0, SUM elsewhere",
     "root": "broadcast, src=0 on rank 0, src=1 elsewhere",
+    "scatter-root": "scatter, src=0 on rank 0, src=1 elsewhere, then a scatter from rank 0",
+    "gather-root": "gather, dst=0 on rank 0, dst=1 elsewhere",
     "skip": "rank 1 skips one all_reduce, then barrier and all_reduce",
     "other": "all_reduce on rank 0, broadcast elsewhere",
     "reduce-dtype": "reduce to rank 0, float32 on rank 0, int32 elsewhere",
@@ -95,6 +97,26 @@ def one(backend: str, case: str) -> None:
             x = torch.full((4,), float(rank))
             dist.broadcast(x, src=0 if rank == 0 else 1)
             want = np.full(4, 0.0 if rank == 0 else 1.0)
+        elif case == "scatter-root":
+            # (then every rank scatters from rank 0: where the first call left a chunk
+            # queued, the second receives it in place of its data)
+            src = 0 if rank == 0 else 1
+            first, second = torch.zeros(4), torch.zeros(4)
+            dist.scatter(first, [torch.full((4,), 10.0 * src + j) for j in range(size)]
+                         if rank == src else None, src=src)
+            dist.scatter(second, [torch.full((4,), 100.0 + j) for j in range(size)]
+                         if rank == 0 else None, src=0)
+            x = torch.cat([first, second])
+            want = np.concatenate([np.full(4, 10.0 * src + rank), np.full(4, 100.0 + rank)])
+        elif case == "gather-root":
+            dst = 0 if rank == 0 else 1
+            x = torch.full((4,), float(rank))
+            out = [torch.zeros(4) for _ in range(size)] if rank == dst else None
+            dist.gather(x, out, dst=dst)
+            if out is not None:  # (the others' tensors are only sent)
+                x, want = torch.cat(out), np.repeat(np.arange(size, dtype=np.float64), 4)
+            else:
+                want = np.full(4, float(rank))
         elif case == "skip":
             x = torch.ones(3)
             if rank != 1:
