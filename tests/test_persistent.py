@@ -587,3 +587,57 @@ def test_stuck_start_is_reported_by_the_watchdog(persistent, how):
            "args: float32[16]" in p.stderr, p.stderr
     assert "ranks of the group: not arrived: global rank 1 (issued 3 collective(s) on " \
            "this group)" in p.stderr, p.stderr
+
+
+# -- set-ups that differ across ranks, by default (no MPICOLL_CHECK) --------------------
+
+
+def _every_rank_refuses(make, *said):
+    with pytest.raises(SignatureMismatch) as e:
+        make()
+    for s in said:
+        assert s in str(e.value), str(e.value)
+    assert "Nothing was set up" in str(e.value)
+
+
+@pytest.fixture
+def _checks_by_default(size):
+    if size == 1:
+        pytest.skip("needs ranks that disagree")
+    if settings().check or not settings().sizes:
+        pytest.skip("the default checks: neither MPICOLL_CHECK=1 nor MPICOLL_CHECK=0")
+
+
+def test_an_all_reduce_set_up_of_another_dtype_raises_on_every_rank(
+        path, _checks_by_default, rank, size):
+    """MPI's persistent collectives carry no tag: a float32 all_reduce_init against a
+    float64 one returned garbage at every start, silently. The set-up now compares what
+    it fixes, once, and every rank raises before anything is set up; the group goes on."""
+    dt = np.float32 if rank == 0 else np.float64
+    other = ("'float64' there, 'float32' here" if rank == 0 else
+             "'float32' there, 'float64' here")
+    _every_rank_refuses(lambda: dist.all_reduce_init(np.ones(4, dt)),
+                        "all_reduce_init #", "set up different persistent collectives",
+                        f"dtype: {other}")
+    t = np.full(4, rank + 1.0)  # (nothing left behind: the next set-up runs right)
+    with dist.all_reduce_init(t) as coll:
+        coll()
+    np.testing.assert_array_equal(t, np.full(4, size * (size + 1) / 2))
+
+
+def test_set_ups_that_differ_in_op_root_size_or_collective_raise_on_every_rank(
+        path, _checks_by_default, rank, size):
+    x = np.ones(4)
+    _every_rank_refuses(lambda: dist.all_reduce_init(
+        x, op=dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX), "reduce op: ")
+    _every_rank_refuses(lambda: dist.broadcast_init(x, src=0 if rank == 0 else 1),
+                        "broadcast_init #", "root: group rank ")
+    _every_rank_refuses(lambda: dist.all_reduce_init(np.ones(4 + (rank == 0))),
+                        "size: from 4 to 5 elements")
+    out = np.zeros(4 * size)
+    _every_rank_refuses(lambda: dist.all_reduce_init(x) if rank == 0 else
+                        dist.all_gather_into_tensor_init(out, x),
+                        "collective: ")
+    out2, in2 = np.zeros(2 * size, np.int32 if rank == 0 else np.float32), \
+        np.ones(2 * size, np.int32 if rank == 0 else np.float32)
+    _every_rank_refuses(lambda: dist.all_to_all_single_init(out2, in2), "dtype: ")

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numpy import empty as _empty
+from numpy import int64 as _int64
+
 from .._checkmode import verify
 from .._describe import mpi_error
 from .._env import settings, warn_once
@@ -22,10 +25,13 @@ from .._recorder import done, issued, waiting
 from .._wait import wait_requests
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
+from ..errors import SignatureMismatch, torch_flavoured
 from . import _large
 from ._call import issue, next_seq
 from ._persistent_choice import choose
 from ._refresh import Step, fingerprint
+from ._signature import code, differs
+from ._sizes import Signed, sizes_on
 from ._unchanged import changed, fingerprints
 
 # A blocking start tests its request up to this many times (each MPI_Test drives MPI's
@@ -37,6 +43,10 @@ from ._unchanged import changed, fingerprints
 _SPIN = range(64)
 
 _choice: tuple[bool, str] | None = None  # available()'s answer, made once by choose()
+
+# beside a set-up's signature (a value, not a tag: no bits to spare), so that a set-up
+# never agrees with an ordinary call's signature (:class:`._sizes.Signed`)
+SET_UP = 1 << 20
 
 
 def available() -> tuple[bool, str]:
@@ -102,6 +112,8 @@ class PersistentCollective:
         next_seq(init, group)
         if settings().check:
             verify(init, group, sig() if sig is not None else {})
+        elif sig is not None and group._size > 1 and sizes_on():
+            agree_at_set_up(init, op, group, group.seq, sig())
         use, _ = available()
         if not use or (_large.MPI3 and _large.too_big(args)):
             return  # (counts above INT_MAX on MPI-3 need issue()'s rewrite)
@@ -248,3 +260,51 @@ class PersistentCollective:
                else "not a member of the group")
         return f"<mpicoll.PersistentCollective {self.op} ({how}, {state})>"
 
+
+
+class SetUp(Signed):
+    """What a persistent collective's set-up fixes for every start: which collective,
+    dtype and reduce op (:func:`._signature.code`, with :data:`SET_UP`), the root and
+    the element count (-1 where the call has none to agree on)."""
+
+    __slots__ = ()
+
+    def mismatch(self, recv: Any, me: int, seq: int = 0) -> None:
+        mine = [int(v) for v in self.send[:3]]
+        hi, lo = [int(v) for v in recv[:3]], [-int(v) for v in recv[3:6]]
+        said = []
+        other = hi[0] if hi[0] != mine[0] else lo[0]
+        if other != mine[0]:
+            said += differs(mine[0], other) if other & SET_UP else [
+                "another rank makes a call that sets up no persistent collective"]
+        if hi[1] != mine[1] or lo[1] != mine[1]:
+            said.append(f"root: group rank {hi[1] if hi[1] != mine[1] else lo[1]} there, "
+                        f"{mine[1]} here")
+        if hi[2] != mine[2] or lo[2] != mine[2]:
+            said.append(f"size: from {lo[2]} to {hi[2]} elements across the ranks, "
+                        f"{mine[2]} here")
+        raise torch_flavoured(SignatureMismatch)(
+            f"{self.op} #{seq}: the ranks set up different persistent collectives: "
+            f"{'; '.join(said)}. Nothing was set up on rank {me}; every rank must set up "
+            "the same collective, with the same dtype, reduce op, root and size")
+
+
+def agree_at_set_up(init: str, op: str, group: Any, seq: int, sig: dict[str, Any]) -> None:
+    """The default check of a persistent collective's set-up ``init`` (collective ``op``,
+    call ``seq`` on ``group``; ``sig``: its checked-mode signature). MPI's persistent
+    collectives carry no tag and no count beside their data, so ranks that set up
+    different ones (a float32 all_reduce against a float64 one, SUM against MAX, another
+    root or size) would get a wrong result at every start, silently. Their set-up is
+    compared once instead: an Iallreduce(MAX) of what it fixes and its negatives
+    (:class:`SetUp`), waited for under the watchdog, and every rank raises
+    SignatureMismatch where any differs, before anything is set up. A few microseconds
+    once; nothing per start."""
+    check = SetUp(init, code(op, sig["dtype"], sig.get("reduce_op")) | SET_UP,
+                  sig.get("root", -1), sig.get("numel", -1))
+    recv = _empty(check.n, _int64)
+    try:
+        req = group.comm.Iallreduce(check.send, recv, MPI.MAX)
+        wait_requests([req], init, group, seq, ())
+    except MPI.Exception as e:
+        raise mpi_error(init, e, ()) from e
+    check.check(recv, group._rank, seq)
