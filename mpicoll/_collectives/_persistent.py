@@ -269,23 +269,14 @@ class SetUp(Signed):
 
     __slots__ = ()
 
+    def calls_differ(self, mine: int, theirs: int) -> list[str]:
+        return differs(mine, theirs) if theirs & SET_UP else [
+            "another rank makes a call that sets up no persistent collective"]
+
     def mismatch(self, recv: Any, me: int, seq: int = 0) -> None:
-        mine = [int(v) for v in self.send[:3]]
-        hi, lo = [int(v) for v in recv[:3]], [-int(v) for v in recv[3:6]]
-        said = []
-        other = hi[0] if hi[0] != mine[0] else lo[0]
-        if other != mine[0]:
-            said += differs(mine[0], other) if other & SET_UP else [
-                "another rank makes a call that sets up no persistent collective"]
-        if hi[1] != mine[1] or lo[1] != mine[1]:
-            said.append(f"root: group rank {hi[1] if hi[1] != mine[1] else lo[1]} there, "
-                        f"{mine[1]} here")
-        if hi[2] != mine[2] or lo[2] != mine[2]:
-            said.append(f"size: from {lo[2]} to {hi[2]} elements across the ranks, "
-                        f"{mine[2]} here")
         raise torch_flavoured(SignatureMismatch)(
             f"{self.op} #{seq}: the ranks set up different persistent collectives: "
-            f"{'; '.join(said)}. Nothing was set up on rank {me}; every rank must set up "
+            f"{'; '.join(self.differences(recv))}. Nothing was set up on rank {me}; every rank must set up "
             "the same collective, with the same dtype, reduce op, root and size")
 
 

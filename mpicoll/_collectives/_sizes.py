@@ -233,18 +233,28 @@ class Signed(Agreed):
     def __init__(self, op: str, signature: int, root: int, count: int) -> None:
         super().__init__(op, [signature, root, count], "")  # (the signature is a value here)
 
-    def mismatch(self, recv: Any, me: int, seq: int = 0) -> None:
+    def differences(self, recv: Any) -> list[str]:
+        """What differs across the ranks, from the greatest and least of each value
+        (``recv``), in words: the call (:meth:`calls_differ`), the root, the size."""
         mine = [int(v) for v in _frombuffer(self.expected, _int64)[:3]]
         hi, lo = [int(v) for v in recv[:3]], [-int(v) for v in recv[3:6]]
         said = []
         if hi[0] != mine[0] or lo[0] != mine[0]:  # (another call: one of them named)
-            said += differs(mine[0], hi[0] if hi[0] != mine[0] else lo[0])
+            said += self.calls_differ(mine[0], hi[0] if hi[0] != mine[0] else lo[0])
         if hi[1] != mine[1] or lo[1] != mine[1]:
             said.append(f"root: group rank {hi[1] if hi[1] != mine[1] else lo[1]} there, "
                         f"{mine[1]} here")
         if hi[2] != mine[2] or lo[2] != mine[2]:
             said.append(f"size: from {lo[2]} to {hi[2]} elements across the ranks, "
                         f"{mine[2]} here")
+        return said
+
+    def calls_differ(self, mine: int, theirs: int) -> list[str]:
+        """How another rank's call (signature ``theirs``) differs from this one's."""
+        return differs(mine, theirs)
+
+    def mismatch(self, recv: Any, me: int, seq: int = 0) -> None:
+        said = self.differences(recv)
         op = f"{self.op} #{seq}" if seq else self.op
         output = ("no tensor but the root's can" if self.op == "broadcast" else
                   "the root's output cannot" if self.op == "reduce" else
