@@ -1671,8 +1671,8 @@ out:
  * most its messages take (mpicoll/_collectives/rooted.py says when; False for fewer).
  * The array (quick_array, writable on the root only) and `table` (all_reduce's) holding
  * the entry `hit` = (MPI datatype, MPI op) the general path validated for its dtype and
- * `reduce_op`. MPI's Ireduce, numbered
- * (whatever happens next), recorded, waited on. Returns False (the general path takes
+ * `reduce_op`. MPI's Ireduce, numbered (whatever happens next), recorded, waited on.
+ * Returns False (the general path takes
  * the call), True (done), (hit, a) (a rank has left, or a signature goes beside the
  * data: the caller makes the call), or (hit, a, error) where MPI raised (the caller
  * explains it). */
