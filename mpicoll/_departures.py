@@ -178,7 +178,8 @@ def _reply(asked: Any, src: int) -> None:
     """Answer a query: ``asked`` is None (a peer ends the job) or (a group's key, the
     sequence number the peer waits in, whether it is ending the job). The answer: None
     (no such group here), or (how many collectives this rank issued on the group, which
-    collective it issued as that number or None where it does not know)."""
+    collective it issued as that number or None where it does not know, the root it
+    takes there where it waits in a rooted one now, else None)."""
     key, seq, ending = asked if asked is not None else (None, 0, True)
     pg = next((g for g in all_groups() if g.key == key), None) if key is not None else None
     # a peer timed out (asking about a group) or is ending the job (asking nothing):
@@ -189,8 +190,17 @@ def _reply(asked: Any, src: int) -> None:
             _record_dump.dump("peer-timeout" if key is not None else "peer-abort")
         except Exception as e:
             sys.stderr.write(f"mpicoll: could not write the flight record: {e}\n")
-    _ctrl.send(None if pg is None else (pg.seq, _recorder.collective(pg, seq)), dest=src,
-               tag=REPLY)
+    _ctrl.send(None if pg is None else (pg.seq, _recorder.collective(pg, seq),
+                                        _root_in(pg, seq)), dest=src, tag=REPLY)
+
+
+def _root_in(pg: Any, seq: int) -> int | None:
+    """The root this rank's collective #``seq`` on ``pg`` takes, where it waits in it
+    now and its arguments say (:meth:`._watched.Op.root`); else None."""
+    for op in watched.active():
+        if op.group is pg and op.seq == seq and op.peer is None:
+            return op.root()
+    return None
 
 
 def _ask(peers: list[int], key: Any, patience: float) -> dict[int, Any]:
@@ -225,7 +235,7 @@ def ask_to_dump(patience: float = 2.0) -> None:
 
 
 def laggards(pg: Any, seq: int, name: str = "", patience: float = 2.0,
-             ending: bool = True) -> str:
+             ending: bool = True, root: int | None = None) -> str:
     """At a timeout of collective #``seq`` (``name``) on ``pg``: where each member is.
 
     Asks every other member's monitor thread (they answer even while their main thread
@@ -233,26 +243,37 @@ def laggards(pg: Any, seq: int, name: str = "", patience: float = 2.0,
     as #``seq`` (from its flight recorder); waits ``patience`` seconds for the answers.
     Returns a sentence for the report, or '' when off. ``ending``: the job ends (each
     member writes its flight record first); False for a notice while the job goes on.
+    ``root``: the group rank this rank's call takes for its root (a rooted collective),
+    compared with the members' that wait in the same call: ranks that disagree on the
+    root wait for each other's messages until the timeout, all of them "arrived".
     """
     if _ctrl is None or pg is None:
         return ""
     peers = [g for g in pg.ranks if g != _ctrl.Get_rank() and g not in left]
     answers = {g: a for g, a in _ask(peers, (pg.key, seq, ending), patience).items()
                if a is not None}
-    behind = {g: n for g, (n, _) in answers.items() if n < seq}
+    behind = {g: a[0] for g, a in answers.items() if a[0] < seq}
     parts = []
     if behind:
         parts.append("not arrived: " + ", ".join(
             f"global rank {g} (issued {n} collective(s) on this group)"
             for g, n in sorted(behind.items())))
     # a member that issued #seq as another collective is in that one, not in this one
-    elsewhere = {g: other for g, (n, other) in answers.items()
-                 if n >= seq and other is not None and name and other != name}
+    elsewhere = {g: a[1] for g, a in answers.items()
+                 if a[0] >= seq and a[1] is not None and name and a[1] != name}
     if elsewhere:
         parts.append("in another collective: " + ", ".join(
             f"global rank {g} issued {other} as #{seq}" for g, other in
             sorted(elsewhere.items())) + f" (this rank: {name} #{seq})")
-    arrived = sorted(g for g, (n, _) in answers.items() if n >= seq and g not in elsewhere)
+    arrived = sorted(g for g, a in answers.items() if a[0] >= seq and g not in elsewhere)
+    # (a member that waits in the same call with another root)
+    rooted = {g: answers[g][2] for g in arrived if root is not None and
+              answers[g][2] is not None and answers[g][2] != root}
+    if rooted:
+        parts.append("arrived with another root: " + ", ".join(
+            f"global rank {g} takes group rank {r}" for g, r in sorted(rooted.items())) +
+            f" (this rank takes group rank {root}: every rank must pass the same root)")
+        arrived = [g for g in arrived if g not in rooted]
     if arrived:
         parts.append(f"arrived: global ranks {arrived}")
     silent = sorted(set(peers) - set(answers))

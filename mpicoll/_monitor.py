@@ -114,7 +114,7 @@ class Monitor:
             who = ""
             if op.peer is None:
                 try:
-                    who = self.laggards(op.group, op.seq, op.name, patience=1.0,
+                    who = self.laggards(op.group, op.seq, op.name, root=op.root(), patience=1.0,
                                         ending=False)
                 except Exception:  # (a notice is no reason to fail)
                     who = ""
@@ -130,7 +130,7 @@ class Monitor:
 
     def _timed_out(self, op: Op, now: float) -> None:
         if op.peer is None:
-            who = self.laggards(op.group, op.seq, op.name)
+            who = self.laggards(op.group, op.seq, op.name, root=op.root())
         else:  # a message: the other ranks are asked only to write their flight records
             try:
                 self.dump_others()

@@ -25,6 +25,8 @@ _INF = float("inf")
 # a completed operation's arguments in the history: not kept (they hold the caller's
 # buffers, which must be freed when the caller drops them)
 DROPPED = object()
+# the collectives whose MPI arguments end with the root (Op.root)
+ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
 
 
 class Op(NamedTuple):
@@ -45,6 +47,15 @@ class Op(NamedTuple):
         seq = f" #{self.seq}" if self.seq else ""
         args = "" if self.args is DROPPED else f", {summarise(self.args)}"
         return f"{self.name}{seq} on {where}{args}"
+
+    def root(self) -> int | None:
+        """The group rank a rooted collective takes for its root, from the MPI call's
+        arguments it waits in (their last: ``Bcast``'s, ``Reduce``'s, ``Gatherv``'s,
+        ``Scatterv``'s); None for any other, or where they are not kept."""
+        a = self.args
+        if self.name not in ROOTED or type(a) is not tuple or not a:
+            return None
+        return a[-1] if type(a[-1]) is int else None
 
 
 class Watched:
