@@ -51,7 +51,9 @@ class Op(NamedTuple):
     def root(self) -> int | None:
         """The group rank a rooted collective takes for its root, from the MPI call's
         arguments it waits in (their last: ``Bcast``'s, ``Reduce``'s, ``Gatherv``'s,
-        ``Scatterv``'s); None for any other, or where they are not kept."""
+        ``Scatterv``'s); None for any other, or where the wait holds no such arguments (a
+        call the compiled core runs registers the caller's tensors; an async Work, the
+        arguments with them)."""
         a = self.args
         if self.name not in ROOTED or type(a) is not tuple or not a:
             return None

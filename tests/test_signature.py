@@ -264,27 +264,32 @@ def test_a_root_that_differs_raises_at_the_call_and_leaves_nothing_queued(
 
 
 @pytest.mark.parametrize("async_op", [False, True])
-@pytest.mark.parametrize("count", [3, 5000])
+@pytest.mark.parametrize("sizes", [(3, 3), (5000, 5000), (5000, 3)])
 def test_a_scatter_root_that_differs_raises_at_the_call_and_leaves_nothing_queued(
-        rank, size, async_op, count):
+        rank, size, async_op, sizes):
     """A scatter's root that differs between two ranks, both ways. Before, two ranks that
     each took themselves for the root each returned its own chunk and left the chunk it
     sent queued, and the next scatter between them received that stale chunk in place of
     its data. Now each raises at the call (its chunk, however long, meets the other's
     acknowledgement), and the next scatters deliver their own data, as numpy's split of
-    the root's list says. 5000 float64: longer than where an acknowledgement arrives."""
+    the root's list says. 5000 float64: longer than an acknowledgement's least room; and
+    chunks of 5000 and 3, where the chunk a root receives in place of an acknowledgement
+    is longer than any it sends (on Open MPI a message longer than its receive is written
+    past the receive's end)."""
     pair = dist.new_group([0, 1])
     if rank > 1:
         return
+    at = [0, sizes[0], sizes[0] + sizes[1]]
 
     def scatter(root, base):
-        chunks = list(np.split(np.arange(2 * count, dtype=np.float64) + base, 2)) \
+        chunks = list(np.split(np.arange(at[2], dtype=np.float64) + base, at[1:2])) \
             if rank == root else None
-        out = np.full(count, -1.0)
+        out = np.full(sizes[rank], -1.0)
         _waited(dist.scatter(out, chunks, group=pair, group_src=root, async_op=async_op))
         return out
 
-    np.testing.assert_array_equal(scatter(0, 0.0), np.arange(count) + rank * count)
+    mine = np.arange(at[rank], at[rank + 1], dtype=np.float64)
+    np.testing.assert_array_equal(scatter(0, 0.0), mine)
     seq = 1
     for theirs, said in ((rank, "rank {me} and rank {peer} each took itself for the root"),
                          (1 - rank, "rank {me} took rank {peer} for the root, and rank "
@@ -297,8 +302,7 @@ def test_a_scatter_root_that_differs_raises_at_the_call_and_leaves_nothing_queue
                 said.format(me=rank, peer=1 - rank) in str(e.value), str(e.value)
     for base in (1000.0, 2000.0, 3000.0):  # nothing left over from the calls that raised
         for root in (0, 1):
-            np.testing.assert_array_equal(scatter(root, base),
-                                          np.arange(count) + rank * count + base)
+            np.testing.assert_array_equal(scatter(root, base), mine + base)
 
 
 @pytest.mark.parametrize("async_op", [False, True])

@@ -49,8 +49,9 @@ def _bytes(buf: Any, count: int, at: int, dt: Any, isz: int) -> list:
 
 # where a root's acknowledgements arrive (:class:`Direct`'s ``acks``): none carries data,
 # but a rank that took itself for the root sends its data there instead, to be refused
-# by its tag. The room holds at least what this rank sends that peer (the same, where the
-# ranks agree on sizes), never less than ACK_ROOM bytes: a message cut short is an error
+# by its tag. The room holds at least the largest message of the call (:attr:`Direct.room`:
+# a peer's chunk for this rank is the size of this rank's own, where the ranks agree on
+# sizes), never less than ACK_ROOM bytes: a message cut short is an error
 # on MPICH, but on Open MPI a long one can be written past the room's end (its
 # single-copy path) before any check runs. Shared by size class (a power of two; only a
 # call that raises writes into one), numpy's zeros, whose pages stay untouched until
@@ -83,8 +84,9 @@ class Direct:
     rank, for its arguments.
 
     ``acks``: a broadcast's or scatter's acknowledgements, where the check is on. A root
-    receives one from each rank (peer, count, where in ``base``), each rank sends one to
-    the root (peer, count): no data, a tag with the count and
+    receives one from each rank (peer, count, where in ``base``; into room for ``room``
+    elements, or the most it sends a peer), each rank sends one to the root (peer,
+    count): no data, a tag with the count and
     :func:`._signature.acknowledging`'s signature. So every rank that takes itself for
     the root receives from every other rank: where two ranks take different roots, each
     one's message reaches the other at this call and is refused by its tag, where
@@ -92,12 +94,12 @@ class Direct:
     queued for the next call between them."""
 
     __slots__ = ("acks_in", "acks_out", "base", "big", "bits", "capped", "cmax", "counts",
-                 "lengths", "recvs", "sends", "sent", "sig", "sizes", "tags", "zeros")
+                 "lengths", "recvs", "room", "sends", "sig", "sizes", "tags", "zeros")
 
     def __init__(self, recvs: list[tuple[int, int, int]], sends: list[tuple[int, int]],
                  base: list[int], sizes: Sizes | None, n: int,
                  counts: tuple[list[int], list[int]] | None = None, sig: int = 0,
-                 acks: list[tuple] = ()) -> None:
+                 acks: list[tuple] = (), room: int = 0) -> None:
         # a tag: the count above the signature's bits (:mod:`._signature`: which
         # collective, dtype and reduce op), the count capped at what the tag can hold
         b = self.bits = bits() if sizes is not None else 0
@@ -115,7 +117,9 @@ class Direct:
         self.acks_out = [(j, tag(c, ack)) for j, c in (a for a in acks if len(a) == 2)]
         self.recvs = [*recvs, *self.acks_in]
         self.sends = [(j, c, tag(c)) for j, c in sends]
-        self.sent = {j: c for j, c in sends}  # (elements to each peer: its ack's room)
+        # (elements: where the acknowledgements arrive, as large as the call's largest
+        # message, ``room`` where the caller knows a larger one than it sends)
+        self.room = max(room, *(c for _, c in sends), 0)
         # what each receive's tag must be (the acknowledgements' last)
         self.tags = (*(tag(c) for _, c, _ in recvs), *(tag(c, ack) for _, c, _ in self.acks_in))
         # (a count a tag cannot hold: its length compared; (index, count) of those receives)
@@ -136,11 +140,11 @@ class Direct:
         data = len(self.recvs) - len(self.acks_in)
         if self.big:  # (in the same order: the data's receives, the acknowledgements', ...)
             reqs = _large.post_messages(comm, self.recvs[:data], [], sbuf, sd, rbuf, rd, dt)
-            reqs += [irecv(_ack_room(self.sent[j] * isz), j, _ANY) for j, _, _ in self.acks_in]
+            reqs += [irecv(_ack_room(self.room * isz), j, _ANY) for j, _, _ in self.acks_in]
             reqs += _large.post_messages(comm, [], self.sends, sbuf, sd, rbuf, rd, dt)
             return reqs + [isend(_NOTHING, j, tag) for j, tag in self.acks_out]
         reqs = [irecv(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs[:data]]
-        reqs += [irecv(_ack_room(self.sent[j] * isz), j, _ANY) for j, _, _ in self.acks_in]
+        reqs += [irecv(_ack_room(self.room * isz), j, _ANY) for j, _, _ in self.acks_in]
         for j, c, tag in self.sends:
             reqs.append(isend(_bytes(sbuf, c, sd[j], dt, isz), j, tag))
         reqs += [isend(_NOTHING, j, tag) for j, tag in self.acks_out]
@@ -153,7 +157,7 @@ class Direct:
         rinit, sinit, isz = comm.Recv_init, comm.Send_init, dt.Get_size()
         data = len(self.recvs) - len(self.acks_in)
         reqs = [rinit(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs[:data]]
-        reqs += [rinit(_ack_room(self.sent[j] * isz), j, _ANY) for j, _, _ in self.acks_in]
+        reqs += [rinit(_ack_room(self.room * isz), j, _ANY) for j, _, _ in self.acks_in]
         for j, c, tag in self.sends:
             reqs.append(sinit(_bytes(sbuf, c, sd[j], dt, isz), j, tag))
         reqs += [sinit(_NOTHING, j, tag) for j, tag in self.acks_out]

@@ -54,7 +54,8 @@ def plan(pg: Any, root: int, gathering: bool, mine: int, counts: list[int] | Non
         return _kept(key, lambda: Direct([(j, c[j], j) for j in others], [], c, sizes, n,
                                          sig=sig)
                      if gathering else Direct([], [(j, c[j]) for j in others], [0] * n, sizes,
-                                              n, sig=sig, acks=[(j, 0, j) for j in others]))
+                                              n, sig=sig, acks=[(j, 0, j) for j in others],
+                                              room=max(c, default=0)))
     return _kept(key, lambda: Direct([], [(root, mine)], [], sizes, n, sig=sig)
                  if gathering else Direct([(root, mine, 0)], [], [mine], sizes, n, sig=sig,
                                           acks=[(root, 0)]))
