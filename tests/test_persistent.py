@@ -634,10 +634,12 @@ def test_set_ups_that_differ_in_op_root_size_or_collective_raise_on_every_rank(
                         "broadcast_init #", "root: group rank ")
     _every_rank_refuses(lambda: dist.all_reduce_init(np.ones(4 + (rank == 0))),
                         "size: from 4 to 5 elements")
-    out = np.zeros(4 * size)
-    _every_rank_refuses(lambda: dist.all_reduce_init(x) if rank == 0 else
-                        dist.all_gather_into_tensor_init(out, x),
-                        "collective: ")
+    # (another collective: its root, -1 for an all_reduce, is not worded as a group rank)
+    with pytest.raises(SignatureMismatch) as e:
+        dist.all_reduce_init(x) if rank == 0 else dist.broadcast_init(x, src=0)
+    theirs, mine = ("broadcast", "all_reduce") if rank == 0 else ("all_reduce", "broadcast")
+    assert f"different persistent collectives: collective: '{theirs}' there, '{mine}' " \
+        "here. Nothing was set up" in str(e.value), str(e.value)
     out2, in2 = np.zeros(2 * size, np.int32 if rank == 0 else np.float32), \
         np.ones(2 * size, np.int32 if rank == 0 else np.float32)
     _every_rank_refuses(lambda: dist.all_to_all_single_init(out2, in2), "dtype: ")

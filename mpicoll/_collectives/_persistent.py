@@ -273,6 +273,12 @@ class SetUp(Signed):
         return differs(mine, theirs) if theirs & SET_UP else [
             "another rank makes a call that sets up no persistent collective"]
 
+    def differences(self, recv: Any) -> list[str]:
+        # (where the collectives differ, their roots and sizes are no news: -1, where one
+        # has none, would read as a group rank or a size)
+        said = super().differences(recv)
+        return [s for s in said if not s.startswith(("root:", "size:"))] or said
+
     def mismatch(self, recv: Any, me: int, seq: int = 0) -> None:
         raise torch_flavoured(SignatureMismatch)(
             f"{self.op} #{seq}: the ranks set up different persistent collectives: "
