@@ -252,23 +252,23 @@ def laggards(pg: Any, seq: int, name: str = "", patience: float = 2.0,
     peers = [g for g in pg.ranks if g != _ctrl.Get_rank() and g not in left]
     answers = {g: a for g, a in _ask(peers, (pg.key, seq, ending), patience).items()
                if a is not None}
-    behind = {g: a[0] for g, a in answers.items() if a[0] < seq}
+    behind = {g: n for g, (n, _, _) in answers.items() if n < seq}
     parts = []
     if behind:
         parts.append("not arrived: " + ", ".join(
             f"global rank {g} (issued {n} collective(s) on this group)"
             for g, n in sorted(behind.items())))
     # a member that issued #seq as another collective is in that one, not in this one
-    elsewhere = {g: a[1] for g, a in answers.items()
-                 if a[0] >= seq and a[1] is not None and name and a[1] != name}
+    elsewhere = {g: other for g, (n, other, _) in answers.items()
+                 if n >= seq and other is not None and name and other != name}
     if elsewhere:
         parts.append("in another collective: " + ", ".join(
             f"global rank {g} issued {other} as #{seq}" for g, other in
             sorted(elsewhere.items())) + f" (this rank: {name} #{seq})")
-    arrived = sorted(g for g, a in answers.items() if a[0] >= seq and g not in elsewhere)
+    arrived = sorted(g for g, (n, _, _) in answers.items() if n >= seq and g not in elsewhere)
     # (a member that waits in the same call with another root)
-    rooted = {g: answers[g][2] for g in arrived if root is not None and
-              answers[g][2] is not None and answers[g][2] != root}
+    rooted = {g: theirs for g, (_, _, theirs) in answers.items() if g in arrived and
+              root is not None and theirs is not None and theirs != root}
     if rooted:
         parts.append("arrived with another root: " + ", ".join(
             f"global rank {g} takes group rank {r}" for g, r in sorted(rooted.items())) +

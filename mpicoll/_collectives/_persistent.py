@@ -261,7 +261,6 @@ class PersistentCollective:
         return f"<mpicoll.PersistentCollective {self.op} ({how}, {state})>"
 
 
-
 class SetUp(Signed):
     """What a persistent collective's set-up fixes for every start: which collective,
     dtype and reduce op (:func:`._signature.code`, with :data:`SET_UP`), the root and
@@ -282,8 +281,9 @@ class SetUp(Signed):
     def mismatch(self, recv: Any, me: int, seq: int = 0) -> None:
         raise torch_flavoured(SignatureMismatch)(
             f"{self.op} #{seq}: the ranks set up different persistent collectives: "
-            f"{'; '.join(self.differences(recv))}. Nothing was set up on rank {me}; every rank must set up "
-            "the same collective, with the same dtype, reduce op, root and size")
+            f"{'; '.join(self.differences(recv))}. Nothing was set up on rank {me}; every "
+            "rank must set up the same collective, with the same dtype, reduce op, root and "
+            "size")
 
 
 def agree_at_set_up(init: str, op: str, group: Any, seq: int, sig: dict[str, Any]) -> None:
