@@ -56,7 +56,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 13
+#define CORE_API 14
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -1120,6 +1120,178 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
                     args[8]);
 }
 
+/* A torch tensor's memory as numpy, remembered here: the C side of what the torch hook's
+ * `quick` (mpicoll/_adapter/frameworks/torch.py) keeps in its own table. A Quicker wraps
+ * that function (the QUICKERS entry of a tensor type, set by mpicoll/_adapter/views.py
+ * where the core is in use) and answers as it does. A tensor it has answered for is
+ * answered again, without a Python frame, while the tensor lives (a weak reference to it)
+ * and still has the same data pointer, shape and dtype, needs no gradient and is
+ * contiguous: the five checks of `quick`'s own table, asked of the tensor here. Anything
+ * else (a tensor not seen, or changed) goes to the wrapped function. The memo is a fixed
+ * table of QUICK_SLOTS entries, one per slot that a tensor's address picks: bounded
+ * whatever the tensors, and an entry whose tensor is gone is never answered from. */
+#define QUICK_SLOTS 64
+
+typedef struct {
+    PyObject *ref;   /* weak reference to the tensor, or NULL: an empty slot */
+    long long ptr;   /* its data pointer */
+    PyObject *dtype; /* its dtype (torch's object) */
+    PyObject *array; /* numpy over its memory (not keeping it alive) */
+} Seen;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *quick; /* the hook's quick: tensor -> array or None */
+    Seen seen[QUICK_SLOTS];
+} Quicker;
+
+static PyTypeObject QuickerType;
+static PyObject *str_data_ptr = NULL, *str_shape = NULL, *str_dtype = NULL;
+static PyObject *str_requires_grad = NULL, *str_is_contiguous = NULL;
+
+static Seen *seen_slot(Quicker *q, PyObject *t) {
+    unsigned long long h = (unsigned long long)(uintptr_t)t >> 4;
+    return &q->seen[(h * 0x9E3779B97F4A7C15ULL) >> 58]; /* 64 slots: the top 6 bits */
+}
+
+static void seen_clear(Seen *s) {
+    Py_CLEAR(s->ref);
+    Py_CLEAR(s->dtype);
+    Py_CLEAR(s->array);
+}
+
+/* 1: `t` is the tensor `s` was made for, unchanged; 0: it is not (or is changed); -1: an
+ * error was raised asking it */
+static int seen_holds(Seen *s, PyObject *t) {
+    if (s->ref == NULL) return 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *alive;
+    if (PyWeakref_GetRef(s->ref, &alive) < 0) return -1;
+    Py_XDECREF(alive); /* (t holds it, where it is t) */
+    if (alive != t) return 0;
+#else
+    if (PyWeakref_GetObject(s->ref) != t) return 0;
+#endif
+    PyObject *self[2] = {NULL, t};
+    PyObject *v = PyObject_VectorcallMethod(str_data_ptr, self + 1,
+                                            1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (v == NULL) return -1;
+    long long ptr = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    if (ptr == -1 && PyErr_Occurred()) return -1;
+    if (ptr != s->ptr) return 0;
+    if ((v = PyObject_GetAttr(t, str_dtype)) == NULL) return -1;
+    Py_DECREF(v); /* (compared by identity: torch's dtypes are singletons) */
+    if (v != s->dtype) return 0;
+    if ((v = PyObject_GetAttr(t, str_requires_grad)) == NULL) return -1;
+    Py_DECREF(v);
+    if (v != Py_False) return 0;
+    if ((v = PyObject_GetAttr(t, str_shape)) == NULL) return -1;
+    PyArrayObject *a = (PyArrayObject *)s->array;
+    int nd = PyArray_NDIM(a), same = PyTuple_Check(v) && PyTuple_GET_SIZE(v) == nd;
+    for (int i = 0; same && i < nd; i++) {
+        long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(v, i));
+        if (d == -1 && PyErr_Occurred()) {
+            Py_DECREF(v);
+            return -1;
+        }
+        same = d == (long long)PyArray_DIM(a, i);
+    }
+    Py_DECREF(v);
+    if (!same) return 0;
+    v = PyObject_VectorcallMethod(str_is_contiguous, self + 1,
+                                  1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (v == NULL) return -1;
+    Py_DECREF(v);
+    return v == Py_True;
+}
+
+/* What the hook's quick answers for `t` (a new reference: an array, or None), from the
+ * memo where it holds `t`; NULL with an error raised */
+static PyObject *quicker_answer(Quicker *q, PyObject *t) {
+    Seen *s = seen_slot(q, t);
+    int held = seen_holds(s, t);
+    if (held < 0) return NULL;
+    if (held) return Py_NewRef(s->array);
+    PyObject *a = PyObject_CallOneArg(q->quick, t);
+    if (a == NULL || !PyArray_Check(a) || PyArray_NBYTES((PyArrayObject *)a) == 0)
+        return a; /* (an empty tensor's array keeps the tensor alive: not remembered) */
+    /* remembered with what the checks compare, asked now (a miss pays for them) */
+    PyObject *ref = PyWeakref_NewRef(t, NULL), *dtype = NULL;
+    if (ref == NULL || (dtype = PyObject_GetAttr(t, str_dtype)) == NULL) {
+        Py_XDECREF(ref);
+        PyErr_Clear(); /* (not remembered: the answer stands) */
+        return a;
+    }
+    seen_clear(s);
+    s->ref = ref;
+    s->dtype = dtype;
+    s->ptr = (long long)(uintptr_t)PyArray_DATA((PyArrayObject *)a);
+    s->array = Py_NewRef(a);
+    return a;
+}
+
+static PyObject *quicker_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames) {
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames)))
+        return PyErr_Format(PyExc_TypeError, "a Quicker takes one tensor");
+    return quicker_answer((Quicker *)self, args[0]);
+}
+
+static PyObject *quicker_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    PyObject *quick;
+    if (kw != NULL && PyDict_GET_SIZE(kw))
+        return PyErr_Format(PyExc_TypeError, "Quicker() takes no keyword arguments");
+    if (!PyArg_UnpackTuple(a, "Quicker", 1, 1, &quick)) return NULL;
+    if (!PyCallable_Check(quick)) return PyErr_Format(PyExc_TypeError,
+        "Quicker(quick): quick must be callable, not %.100s", Py_TYPE(quick)->tp_name);
+    Quicker *q = (Quicker *)type->tp_alloc(type, 0);
+    if (q == NULL) return NULL;
+    q->vectorcall = quicker_vectorcall;
+    q->quick = Py_NewRef(quick);
+    return (PyObject *)q;
+}
+
+static int quicker_traverse(Quicker *q, visitproc visit, void *arg) {
+    Py_VISIT(q->quick);
+    for (int i = 0; i < QUICK_SLOTS; i++) Py_VISIT(q->seen[i].array);
+    return 0;
+}
+
+static int quicker_clear(Quicker *q) {
+    Py_CLEAR(q->quick);
+    for (int i = 0; i < QUICK_SLOTS; i++) seen_clear(&q->seen[i]);
+    return 0;
+}
+
+static void quicker_dealloc(Quicker *q) {
+    PyObject_GC_UnTrack(q);
+    quicker_clear(q);
+    Py_TYPE(q)->tp_free((PyObject *)q);
+}
+
+static PyMemberDef quicker_members[] = {
+    {"quick", T_OBJECT_EX, offsetof(Quicker, quick), READONLY, "the function it wraps"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject QuickerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mpicoll._core.Quicker",
+    .tp_basicsize = sizeof(Quicker),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Quicker(quick): a tensor hook's quick, remembering what it answered for "
+              "each tensor (see mpicoll/_core.c)",
+    .tp_new = quicker_new,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Quicker, vectorcall),
+    .tp_traverse = (traverseproc)quicker_traverse,
+    .tp_clear = (inquiry)quicker_clear,
+    .tp_dealloc = (destructor)quicker_dealloc,
+    .tp_members = quicker_members,
+};
+
 /* `obj` as the numpy array a quick call takes (a new reference): a C-contiguous ndarray
  * (and aligned and writable where `writable`), or what `quickers` (type -> callable:
  * mpicoll._adapter.views.QUICKERS) makes of another type's tensor. NULL without an
@@ -1132,7 +1304,8 @@ static PyObject *quick_array(PyObject *obj, int writable, PyObject *quickers) {
     }
     PyObject *q = PyDict_GetItemWithError(quickers, (PyObject *)Py_TYPE(obj));
     if (q == NULL) return NULL;
-    PyObject *a = PyObject_CallOneArg(q, obj);
+    PyObject *a = Py_IS_TYPE(q, &QuickerType) ? quicker_answer((Quicker *)q, obj)
+                                               : PyObject_CallOneArg(q, obj);
     if (a != NULL && !PyArray_Check(a)) Py_CLEAR(a); /* None: not quick */
     return a;
 }
@@ -2340,16 +2513,18 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     if (import_mpi4py() < 0) return NULL;
     import_array1(NULL);
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&PlanCacheType) < 0 ||
-        PyType_Ready(&IdsType) < 0)
+        PyType_Ready(&IdsType) < 0 || PyType_Ready(&QuickerType) < 0)
         return NULL;
     PyObject **names[] = {&str_missed, &str_seq, &str_size, &str_kept, &str_direct,
                           &str_reduced, &str_comm, &str_rank, &str_methods[ALLGATHER],
                           &str_methods[ALLTOALL], &str_methods[REDUCE_SCATTER_BLOCK],
-                          &str_index};
+                          &str_index, &str_data_ptr, &str_shape, &str_dtype,
+                          &str_requires_grad, &str_is_contiguous};
     const char *texts[] = {"missed", "seq", "_size", "kept", "direct", "reduced", "comm",
                            "_rank", "Iallgather", "Ialltoall", "Ireduce_scatter_block",
-                           "_index"};
-    for (int i = 0; i < 12; i++)
+                           "_index", "data_ptr", "shape", "dtype", "requires_grad",
+                           "is_contiguous"};
+    for (int i = 0; i < 17; i++)
         if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
@@ -2360,7 +2535,8 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
-        PyModule_AddObjectRef(m, "PlanCache", (PyObject *)&PlanCacheType) < 0) {
+        PyModule_AddObjectRef(m, "PlanCache", (PyObject *)&PlanCacheType) < 0 ||
+        PyModule_AddObjectRef(m, "Quicker", (PyObject *)&QuickerType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -20,10 +20,11 @@ from . import _recorder
 from ._env import flag, timeout_for
 from ._watched import watched
 
-API = 13  # what this Python side calls in the core (mpicoll/_core.c, CORE_API)
+API = 14  # what this Python side calls in the core (mpicoll/_core.c, CORE_API)
 module: Any = None  # the loaded core, or None: the Python path
 why = "not loaded yet (it loads with the first collective)"
 _tried = False
+_when_loaded: list[Any] = []  # callables given the core once it is in use
 
 REBUILD = ("rebuild it with the MPI that mpi4py uses: `make venv`, or `pip install "
            "--no-build-isolation -e .` with that MPI's mpicc on the PATH (or in $MPICC)")
@@ -59,6 +60,8 @@ def load() -> Any:
     _recorder.ids = _recorder._ids = core.ids  # (after the numbers it gave out)
     _recorder.rings.append(core.records)
     module = core
+    for use in _when_loaded:
+        use(core)
     why = (f"in use ({family} family, built against MPI {core.MPI_VERSION}."
            f"{core.MPI_SUBVERSION}): repeated blocking calls are looked up, issued, "
            "waited on and recorded in C (all_reduce, broadcast, reduce, gather, scatter, "
@@ -66,6 +69,16 @@ def load() -> Any:
            "of chunks; on groups of 2 to 8 ranks the kept messages of every collective, "
            "in a plan cache of 16 per group)")
     return core
+
+
+def when_loaded(use: Any) -> None:
+    """Call ``use(core)`` once the core is in use: now, where it is already; never where
+    mpicoll runs on its Python path. (How a layer that the runtime does not import, such
+    as the tensor adapters, takes the core's parts.)"""
+    if module is not None:
+        use(module)
+    else:
+        _when_loaded.append(use)
 
 
 def jax_handler() -> tuple[Any, str]:

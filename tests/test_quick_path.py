@@ -567,3 +567,73 @@ def test_torch_tensors_are_not_kept_alive(rank, size, group):
     del t
     gc.collect()
     assert gone() is None
+
+
+def test_torch_tensor_changed_without_a_version_bump_after_warm_up(rank, size, group):
+    """What the compiled core's memo of tensors (its Quicker) must notice: changes that
+    torch's version counter does not see, and a square matrix transposed in place (same
+    memory, shape and dtype; strides swapped)."""
+    import torch
+    t = torch.zeros(3, 3)
+    for _ in range(2):  # (the second call answers from the memo)
+        t.copy_(torch.arange(9.0).reshape(3, 3) * (rank + 1))
+        dist.all_reduce(t, group=group)
+    want = np.arange(9.0).reshape(3, 3) * sum(range(1, size + 1))
+    assert np.array_equal(t.numpy(), want)
+    t.t_()  # the same object and memory, no longer contiguous
+    t.copy_(torch.arange(9.0).reshape(3, 3) * (rank + 1))
+    dist.all_reduce(t, group=group)
+    assert np.array_equal(t.numpy(), want)
+    total = sum(range(1, size + 1))
+    t.data = torch.full((3, 3), float(rank + 1), dtype=torch.float64)  # no version bump
+    dist.all_reduce(t, group=group)
+    assert t.dtype == torch.float64 and (t.numpy() == total).all()
+    # the same memory under another dtype of the same size, and under another shape
+    u = torch.zeros(8)
+    dist.all_reduce(u, group=group)
+    dist.all_reduce(u, group=group)
+    u.data = u.data.view(torch.int32)
+    u.fill_(-(rank + 1))  # (as float32's bits, NaN)
+    dist.all_reduce(u, group=group)
+    assert u.dtype == torch.int32 and u.tolist() == [-total] * 8
+    v = u.data[:4]
+    dist.all_reduce(v, group=group)
+    dist.all_reduce(v, group=group)
+    v.data = u.data  # the same data pointer: 8 elements now
+    v.fill_(rank + 1)
+    dist.all_reduce(v, group=group)
+    assert v.tolist() == [total] * 8
+    w = torch.ones(2)
+    dist.all_reduce(w, group=group)
+    w.requires_grad_()  # no version bump either: the general path's
+    dist.all_reduce(w, group=group)
+    assert w.grad_fn is None and w.tolist() == [float(size * size)] * 2
+
+
+def test_torch_tensors_made_and_dropped_in_a_loop(rank, size, group):
+    """A new tensor often lies where a dropped one did (the same address, the same data
+    pointer): the memo answers only for the object it saw, alive."""
+    import torch
+    for i in range(300):
+        t = torch.full((5,), float(i + rank), dtype=torch.float32)
+        dist.all_reduce(t, group=group)
+        assert t.tolist() == [float(size * i + sum(range(size)))] * 5, i
+        del t
+
+
+def test_a_torch_tensor_type_is_remembered_by_the_core_where_it_is_in_use(group):
+    import torch
+
+    from mpicoll import _core_loader
+    from mpicoll._adapter.views import QUICKERS
+    dist.all_reduce(torch.ones(2), group=group)
+    quick = QUICKERS[torch.Tensor]
+    if _core_loader.module is None:
+        assert not hasattr(quick, "quick")  # the hook's own function
+    else:
+        assert type(quick) is _core_loader.module.Quicker
+        t = torch.ones(3)
+        assert quick(t) is quick(t)  # (remembered: the same array)
+        t.data = torch.ones(3, dtype=torch.float64)
+        assert quick(t).dtype == np.float64
+        assert quick(torch.ones(3, requires_grad=True)) is None

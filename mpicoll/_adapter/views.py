@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core_loader
 from ..errors import ArgumentTypeError as _Type
 from ..errors import ArgumentValueError as _Value
 from . import detect
@@ -34,8 +35,20 @@ _HANDLERS: dict[type, Callable[[Any, bool, str, str], View]] = {}
 
 
 # Exact type -> the hook's ``quick``: its memory as a C-contiguous, writable numpy array
-# of a plain dtype, or None
+# of a plain dtype, or None. Where the compiled core is in use, a hook's quick is wrapped
+# in the core's ``Quicker``, which answers as it does and remembers its answers in C.
 QUICKERS: dict[type, Callable[[Any], np.ndarray | None]] = {}
+_quicker: Callable[[Callable[[Any], np.ndarray | None]], Any] | None = None
+
+
+def _use_core(core: Any) -> None:
+    global _quicker
+    _quicker = core.Quicker
+    for tp, quick in QUICKERS.items():
+        QUICKERS[tp] = _quicker(quick)
+
+
+_core_loader.when_loaded(_use_core)
 
 
 # the collectives mpicoll.jax serves inside jit (mpicoll/jax/__init__.py)
@@ -47,7 +60,8 @@ _IN_JIT = frozenset({"all_gather", "all_gather_into_tensor", "all_reduce", "all_
 def _handler(x: Any, op: str, name: str) -> Callable[[Any, bool, str, str], View]:
     if detect.is_torch_tensor(x):
         h = hooks("torch").view_of
-        QUICKERS[type(x)] = hooks("torch").quick
+        quick = hooks("torch").quick
+        QUICKERS[type(x)] = _quicker(quick) if _quicker is not None else quick
     elif detect.is_paddle_tensor(x):
         h = hooks("paddle").view_of
     elif detect.is_cupy_array(x):
