@@ -190,13 +190,21 @@ def _reply(asked: Any, src: int) -> None:
             _record_dump.dump("peer-timeout" if key is not None else "peer-abort")
         except Exception as e:
             sys.stderr.write(f"mpicoll: could not write the flight record: {e}\n")
-    _ctrl.send(None if pg is None else (pg.seq, _recorder.collective(pg, seq),
+    _ctrl.send(None if pg is None else (_issued(pg), _recorder.collective(pg, seq),
                                         _root_in(pg, seq)), dest=src, tag=REPLY)
+
+
+def _issued(pg: Any) -> int:
+    """How many collectives this rank has issued on ``pg``, counting the one it waits in
+    now: a run of kept messages numbers the group once it has finished (the group's
+    count is one behind while it waits)."""
+    waits = [op.seq for op in watched.active() if op.group is pg and op.peer is None]
+    return max([pg.seq, *waits])
 
 
 def _root_in(pg: Any, seq: int) -> int | None:
     """The root this rank's collective #``seq`` on ``pg`` takes, where it waits in it
-    now and its arguments say (:meth:`._watched.Op.root`); else None."""
+    now and knows it (:meth:`._watched.Op.root`); else None."""
     for op in watched.active():
         if op.group is pg and op.seq == seq and op.peer is None:
             return op.root()

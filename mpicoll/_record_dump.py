@@ -19,7 +19,7 @@ from typing import Any
 
 from . import _env, _recorder
 from ._process_group import _EVERY
-from ._recorder import DONE, FILE, GROUP, ID, ISSUED, LINE, META, OP, PEER, SEQ, WAIT
+from ._recorder import DONE, FILE, GROUP, ID, ISSUED, LINE, OP, PEER, SEQ, WAIT
 from ._start import on_start
 
 FORMAT = 1
@@ -159,18 +159,14 @@ def _group_name(g: Any) -> str:
 
 def _row(r: list[Any], gname: str, ranks: list[int]) -> dict[str, Any]:
     """One record as the dump's dict (docs/debugging.md lists the fields)."""
-    send, recv, after = r[META] if r[META] is not None else (None, None, ())
-    ints = tuple(a for a in after if type(a) is int)
-    if type(recv) is int:  # (an int argument, not a buffer: the root, as in Ibcast's)
-        recv, ints = None, (recv, *ints)
+    send, recv, _ = _recorder.ints_of(r)
     dtype, itemsize = _dtype(send, recv)
     seq, peer = r[SEQ], r[PEER]
     if peer is not None and 0 <= peer < len(ranks):
         peer = ranks[peer]  # (recorded as a group rank; -1: any source)
-    root = None
-    if ints and peer is None and r[OP] in _ROOTED:
-        root = ints[-1]
-        root = ranks[root] if 0 <= root < len(ranks) else root
+    root = _recorder.root_of(r)
+    if root is not None and 0 <= root < len(ranks):
+        root = ranks[root]
     return {"id": r[ID], "op": r[OP], "group": gname, "seq": seq, "p2p": peer is not None,
             "peer": peer, "root": root, "dtype": dtype, "itemsize": itemsize,
             "send": _counts(send), "recv": _counts(recv), "file": _file(r[FILE]),
@@ -191,10 +187,6 @@ def _line(code: Any, lasti: int) -> int:
         if start <= lasti < end:
             return line or code.co_firstlineno
     return code.co_firstlineno
-
-
-_ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter", "gather_single",
-                     "gather_into_tensor"})
 
 
 def _counts(spec: Any) -> int | list[int] | None:

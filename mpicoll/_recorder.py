@@ -87,6 +87,38 @@ def records() -> list[list]:
     return mine[-capacity:]
 
 
+# the collectives whose records name a root (the last int after their buffers)
+ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter", "gather_single",
+                    "gather_into_tensor"})
+
+
+def ints_of(r: list[Any]) -> tuple[Any, Any, tuple[int, ...]]:
+    """A record's (send, recv, ints): its buffers' specifications and the int arguments
+    after them (an int where the receive buffer would be, as in ``Ibcast``'s, is the
+    first of them)."""
+    send, recv, after = r[META] if r[META] is not None else (None, None, ())
+    ints = tuple(a for a in after if type(a) is int)
+    if type(recv) is int:
+        recv, ints = None, (recv, *ints)
+    return send, recv, ints
+
+
+def root_of(r: list[Any]) -> int | None:
+    """The group rank that a rooted collective's record names for its root; else None."""
+    ints = ints_of(r)[2]
+    return ints[-1] if ints and r[PEER] is None and r[OP] in ROOTED else None
+
+
+def root_in(group: Any, seq: int) -> int | None:
+    """The root that this rank's collective #``seq`` on ``group`` takes, as its record
+    names it (:func:`root_of`); None where it is not recorded (or names none). Costs a
+    copy of the records: for the watchdog, not for a call."""
+    for r in reversed(records()):
+        if r[GROUP] is group and r[SEQ] == seq and r[PEER] is None:
+            return root_of(r)
+    return None
+
+
 def recording() -> bool:
     """Whether operations are recorded (``MPICOLL_TRACE_ENTRIES`` is not 0)."""
     return ring is not None

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from . import _recorder
 from ._describe import summarise
 
 HISTORY = 8  # completed operations kept for a report
@@ -49,15 +50,17 @@ class Op(NamedTuple):
         return f"{self.name}{seq} on {where}{args}"
 
     def root(self) -> int | None:
-        """The group rank a rooted collective takes for its root, from the MPI call's
+        """The group rank a rooted collective takes for its root: from the MPI call's
         arguments it waits in (their last: ``Bcast``'s, ``Reduce``'s, ``Gatherv``'s,
-        ``Scatterv``'s); None for any other, or where the wait holds no such arguments (a
-        call the compiled core runs registers the caller's tensors; an async Work, the
-        arguments with them)."""
-        a = self.args
-        if self.name not in ROOTED or type(a) is not tuple or not a:
+        ``Scatterv``'s), else from its flight record (a call the compiled core runs
+        registers the caller's tensors; an async Work, the arguments with them); None for
+        any other collective, or where neither says. For the monitor, not for a call."""
+        if self.name not in ROOTED or self.peer is not None:
             return None
-        return a[-1] if type(a[-1]) is int else None
+        a = self.args
+        if type(a) is tuple and a and type(a[-1]) is int:
+            return a[-1]
+        return _recorder.root_in(self.group, self.seq)
 
 
 class Watched:
