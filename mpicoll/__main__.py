@@ -83,8 +83,8 @@ def _checks() -> str:
     carried.append("the counts and the signature beside MPI's collectives that send counts")
     carried.append(f"the signature and root beside all_reduce, broadcast and reduce from {big} "
                    "elements")
-    carried.append("a persistent collective's set-up (collective, dtype, op, root, size), "
-                   "once")
+    carried.append("a persistent collective's set-up (collective, dtype, op, root, size; "
+                   "all_to_all_single's split sizes paired), once")
     missed.append(f"those three below {big} elements where MPI's own collective makes them "
                   f"({where}), and a premul_sum one")
     if MAX_RANKS >= 2:

@@ -3,29 +3,64 @@
 Every rank all-gathers a small dict (collective, sequence number, dtype, op,
 root, element counts seen from each side) and runs the same comparison, so
 every rank raises the same :class:`~mpicoll.errors.SignatureMismatch` instead
-of hanging or producing a silently wrong tensor. Costs one small pickled
-allgather per collective (see the docs for measured figures).
+of hanging or producing a silently wrong tensor. Costs one small Iallgather per
+collective, waited for under the watchdog (see the docs for measured figures).
 """
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
+import numpy as np
+
+from ._wait import wait_requests
 from .errors import SignatureMismatch, torch_flavoured
 
-_SAME = ("dtype", "reduce_op", "root", "numel", "counts")
+_SAME = ("dtype", "reduce_op", "root", "numel", "counts", "split_sizes")
 
 
 def verify(op: str, group: Any, sig: dict[str, Any]) -> None:
     """Exchange signatures on ``group``; raise on every rank if they disagree."""
     mine = {"op": op, "seq": group.seq, **sig}
-    everyone = group.comm.allgather(mine)
+    everyone = _allgathered(op, group, mine)
     problem = compare(everyone)
     if problem:
         # the same message on every rank: it names no rank-local detail
         raise torch_flavoured(SignatureMismatch)(
             f"checked mode: ranks disagree at collective #{group.seq} on the group of global "
             f"ranks {group.ranks}: {problem}")
+
+
+# the bytes of a row of the signatures' first exchange: a signature's pickle fits in most
+# (a few hundred bytes; counts for many ranks make more)
+_ROW = 1024
+
+
+def _allgathered(op: str, group: Any, obj: Any) -> list[Any]:
+    """Every rank's ``obj``, in group rank order, by a nonblocking Iallgather of rows of
+    :data:`_ROW` bytes (each row: the pickle's length, then as much of the pickle as
+    fits), and a second one of rows as long as the longest pickle where one did not fit
+    (every rank sees every length: all decide alike). Each is waited for under the
+    watchdog as a collective's own wait is: a rank that exits or never comes ends the job
+    with the watchdog's message (mpi4py's blocking ``allgather`` waited unwatched, for
+    ever)."""
+    data = np.frombuffer(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL), np.uint8)
+    rows = _rows(op, group, data, _ROW)
+    lengths = [int(r[:8].view(np.int64)[0]) for r in rows]
+    if max(lengths) > _ROW - 8:
+        rows = _rows(op, group, data, 8 + max(lengths))
+    return [pickle.loads(r[8:8 + n].tobytes()) for r, n in zip(rows, lengths, strict=True)]
+
+
+def _rows(op: str, group: Any, data: Any, width: int) -> Any:
+    row = np.zeros(width, np.uint8)
+    row[:8] = np.array([data.size], np.int64).view(np.uint8)
+    fits = min(data.size, width - 8)
+    row[8:8 + fits] = data[:fits]
+    rows = np.empty((group._size, width), np.uint8)
+    wait_requests([group.comm.Iallgather(row, rows)], op, group, group.seq, ())
+    return rows
 
 
 def _by_value(sigs: list[dict[str, Any]], key: str) -> str:

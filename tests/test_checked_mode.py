@@ -131,3 +131,18 @@ def test_killed_rank_ends_the_job():
         if line.startswith("mpicoll watchdog:") and "received" in line:
             assert "received SIGTERM while waiting" in line and "in all_reduce #2" in line
     assert elapsed < 60, f"the job took {elapsed:.1f} s to end after a rank was killed"
+
+
+@pytest.mark.parametrize("how", ["exit", "sleep"])
+def test_checked_mode_ends_the_job_where_a_peer_never_comes(how):
+    # checked mode's signature exchange was mpi4py's blocking allgather, which no
+    # watchdog watched: both jobs waited for ever
+    start = time.monotonic()
+    p = run(3, ["tests/scripts/checked_peer_gone.py", how], timeout=90, MPICOLL_CHECK="1",
+            MPICOLL_TIMEOUT="5")
+    assert p.returncode != 0 and "unreachable" not in p.stdout, p.stdout + p.stderr
+    said = ("global rank 1 left the job after 1 collective(s) on this group; this is "
+            "collective #2" if how == "exit" else
+            "stuck for 5.0 s (timeout 5 s) in all_reduce #2 on group '0'")
+    assert said in p.stderr, p.stderr
+    assert time.monotonic() - start < 60

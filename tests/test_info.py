@@ -59,7 +59,8 @@ def test_info():
         "and the signature "
         "beside MPI's collectives that send counts; the signature and root beside "
         "all_reduce, broadcast and reduce from 2**20 elements; a persistent collective's "
-        "set-up (collective, dtype, op, root, size), once. Not compared: those three "
+        "set-up (collective, dtype, op, root, size; all_to_all_single's split sizes "
+        "paired), once. Not compared: those three "
         "below 2**20 elements where MPI's own collective makes them (above 512 elements, or "
         "on more than 8 ranks), and a premul_sum one; the roots of reduce and gather on "
         "groups that send messages. MPICOLL_CHECK=1 compares every call")

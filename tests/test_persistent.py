@@ -15,7 +15,7 @@ import mpicoll as dist
 from mpicoll._checkmode import verify
 from mpicoll._collectives import _call, _persistent
 from mpicoll._env import settings
-from mpicoll.errors import SignatureMismatch
+from mpicoll.errors import SignatureMismatch, SizeMismatch
 
 FRAMEWORKS = ["numpy", "torch", "paddle"]
 COLS = 3
@@ -481,6 +481,9 @@ def test_resized_paddle_tensor(path, rank, size):
 def test_start_while_pending(path, rank, size):
     if size == 1:
         pytest.skip("a start completes at once with one rank")
+    if settings().check:
+        pytest.skip("checked mode: a start first exchanges signatures with its peers, "
+                    "blocking, so it cannot be left pending")
     comm = MPI.COMM_WORLD
     t = np.ones(2)
     with dist.all_reduce_init(t) as coll:
@@ -643,3 +646,39 @@ def test_set_ups_that_differ_in_op_root_size_or_collective_raise_on_every_rank(
     out2, in2 = np.zeros(2 * size, np.int32 if rank == 0 else np.float32), \
         np.ones(2 * size, np.int32 if rank == 0 else np.float32)
     _every_rank_refuses(lambda: dist.all_to_all_single_init(out2, in2), "dtype: ")
+
+
+def test_all_to_all_single_set_ups_whose_split_sizes_do_not_pair_up_raise_on_every_rank(
+        path, _checks_by_default, rank, size):
+    """all_to_all_single_init's split sizes differ by rank: they must pair up. Rank 1
+    expecting 3 rows from rank 0, which sends it 2, found its third row unwritten at
+    every start, silently; and ranks that set up MPI's Alltoall (no split sizes) against
+    another's Alltoallv (split sizes, even ones) made calls MPI cannot match."""
+    rows = [2] * size
+    inp = np.arange(2.0 * size * 3).reshape(2 * size, 3) + 100 * rank
+    expect = [3 if (rank, j) == (1, 0) else 2 for j in range(size)]
+    out = np.full((sum(expect), 3), -1.0)
+    with pytest.raises(SizeMismatch) as e:
+        dist.all_to_all_single_init(out, inp, output_split_sizes=expect,
+                                    input_split_sizes=rows)
+    said = str(e.value)
+    assert said.startswith("all_to_all_single_init #") and "Nothing was set up" in said, said
+    assert ("group rank 0 sends this rank 6 element(s), where this rank's output split "
+            "sizes expect 9" if rank == 1 else "the split sizes of other ranks do not pair "
+            "up") in said, said
+    assert (out == -1).all()
+    out = np.full((2 * size, 3), -1.0)
+    with pytest.raises(SizeMismatch) as e:
+        dist.all_to_all_single_init(out, inp, output_split_sizes=rows if rank == 0 else None,
+                                    input_split_sizes=rows if rank == 0 else None)
+    said = str(e.value)
+    assert ("set it up without split sizes (MPI's Alltoall), this rank with them"
+            if rank == 0 else "group rank 0 set it up with split sizes (MPI's Alltoallv), "
+            "this rank without them") in said, said
+    # (the group goes on: a set-up that pairs up runs)
+    with dist.all_to_all_single_init(out, inp, output_split_sizes=rows,
+                                     input_split_sizes=rows) as coll:
+        coll()
+    want = np.concatenate([(np.arange(2.0 * size * 3).reshape(2 * size, 3) + 100 * j)
+                           [2 * rank:2 * rank + 2] for j in range(size)])
+    np.testing.assert_array_equal(out, want)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numpy import array as _array
 from numpy import empty as _empty
 from numpy import int64 as _int64
 
@@ -25,7 +26,7 @@ from .._recorder import done, issued, waiting
 from .._wait import wait_requests
 from .._work import Work
 from ..errors import ArgumentValueError as _Value
-from ..errors import SignatureMismatch, torch_flavoured
+from ..errors import SignatureMismatch, SizeMismatch, torch_flavoured
 from . import _large
 from ._call import issue, next_seq
 from ._persistent_choice import choose
@@ -299,9 +300,48 @@ def agree_at_set_up(init: str, op: str, group: Any, seq: int, sig: dict[str, Any
     check = SetUp(init, code(op, sig["dtype"], sig.get("reduce_op")) | SET_UP,
                   sig.get("root", -1), sig.get("numel", -1))
     recv = _empty(check.n, _int64)
+    _waited(init, group, seq, group.comm.Iallreduce, check.send, recv, MPI.MAX)
+    check.check(recv, group._rank, seq)
+    if "send" in sig:
+        agree_on_split_sizes(init, group, seq, sig["send"], sig["recv"], sig["split_sizes"])
+
+
+def agree_on_split_sizes(init: str, group: Any, seq: int, send: list[int], recv: list[int],
+                         given: bool) -> None:
+    """all_to_all_single_init's part of :func:`agree_at_set_up`. Its split sizes differ
+    from rank to rank, so they are paired, not compared: what a rank sends rank j
+    (``send[j]`` elements) must be what j expects from it (j's ``recv``), and every rank
+    must set up the same MPI call (``given``: split sizes, MPI's Alltoallv; else its
+    Alltoall). An Ialltoall of (count, given) tells each rank what each peer sends it,
+    and an Iallreduce(MAX) of whether a rank found a pair that differs makes every rank
+    raise SizeMismatch, before anything is set up. Otherwise a rank that expects more than
+    its peer sends would find part of its output unwritten at every start, silently."""
+    n = group._size
+    out = _array([(c, int(given)) for c in send], _int64)
+    got = _empty((n, 2), _int64)
+    _waited(init, group, seq, group.comm.Ialltoall, out, got)
+    said = [f"group rank {j} sends this rank {int(got[j, 0])} element(s), where this rank's "
+            f"output split sizes expect {recv[j]}" for j in range(n) if got[j, 0] != recv[j]]
+    said += [f"group rank {j} set it up {'with' if got[j, 1] else 'without'} split sizes "
+             f"(MPI's {'Alltoallv' if got[j, 1] else 'Alltoall'}), this rank "
+             f"{'with' if given else 'without'} them" for j in range(n) if got[j, 1] != given]
+    wrong = _array([int(bool(said))], _int64)
+    anyone = _empty(1, _int64)
+    _waited(init, group, seq, group.comm.Iallreduce, wrong, anyone, MPI.MAX)
+    if anyone[0]:
+        me = group._rank
+        why = "; ".join(said) if said else ("the split sizes of other ranks do not pair up "
+                                            "(their messages say which)")
+        raise torch_flavoured(SizeMismatch)(
+            f"{init} #{seq}: the ranks set up all_to_all_single with split sizes that do not "
+            f"pair up: {why}. Nothing was set up on rank {me}; what each rank sends rank j "
+            "must be what rank j's output split sizes expect from it, and every rank must "
+            "pass split sizes, or none")
+
+
+def _waited(init: str, group: Any, seq: int, start: Callable[..., Any], *args: Any) -> None:
+    """A set-up check's collective, started and waited for under the watchdog."""
     try:
-        req = group.comm.Iallreduce(check.send, recv, MPI.MAX)
-        wait_requests([req], init, group, seq, ())
+        wait_requests([start(*args)], init, group, seq, ())
     except MPI.Exception as e:
         raise mpi_error(init, e, ()) from e
-    check.check(recv, group._rank, seq)

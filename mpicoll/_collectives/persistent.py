@@ -135,7 +135,7 @@ def all_to_all_single_init(output: Any, input: Any, output_split_sizes: list[int
         return PersistentCollective(
             "all_to_all_single", pg, "Alltoall", ([sarr, send[0], dt], [rarr, recv[0], dt]),
             dst.commit_hook, [output], watch, steps,
-            lambda: {"dtype": src.dtype, "send": send, "recv": recv})
+            lambda: {"dtype": src.dtype, "send": send, "recv": recv, "split_sizes": False})
     if row != 1:
         scounts = [c * row for c in scounts]
         rcounts = [c * row for c in rcounts]
@@ -143,7 +143,8 @@ def all_to_all_single_init(output: Any, input: Any, output_split_sizes: list[int
     return PersistentCollective(
         "all_to_all_single", pg, "Alltoallv", args, then(own_copy(sarr, rarr, own),
                                                           dst.commit_hook), [output],
-        watch, steps, lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
+        watch, steps, lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts,
+                               "split_sizes": True})
 
 
 def all_gather_into_tensor_init(output_tensor: Any, input_tensor: Any,
