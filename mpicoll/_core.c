@@ -1161,18 +1161,25 @@ static void seen_clear(Seen *s) {
     Py_CLEAR(s->array);
 }
 
-/* 1: `t` is the tensor `s` was made for, unchanged; 0: it is not (or is changed); -1: an
- * error was raised asking it */
-static int seen_holds(Seen *s, PyObject *t) {
+/* Whether the slot `s` was made for `t` (alive: t is) */
+static int seen_for(Seen *s, PyObject *t) {
     if (s->ref == NULL) return 0;
 #if PY_VERSION_HEX >= 0x030D0000
     PyObject *alive;
-    if (PyWeakref_GetRef(s->ref, &alive) < 0) return -1;
+    if (PyWeakref_GetRef(s->ref, &alive) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
     Py_XDECREF(alive); /* (t holds it, where it is t) */
-    if (alive != t) return 0;
+    return alive == t;
 #else
-    if (PyWeakref_GetObject(s->ref) != t) return 0;
+    return PyWeakref_GetObject(s->ref) == t;
 #endif
+}
+
+/* 1: `t`, for which `s` (a copy of a slot, its objects held) was made, is unchanged; 0: it
+ * is changed; -1: an error was raised asking it */
+static int seen_holds(Seen *s, PyObject *t) {
     PyObject *self[2] = {NULL, t};
     PyObject *v = PyObject_VectorcallMethod(str_data_ptr, self + 1,
                                             1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
@@ -1211,9 +1218,16 @@ static int seen_holds(Seen *s, PyObject *t) {
  * memo where it holds `t`; NULL with an error raised */
 static PyObject *quicker_answer(Quicker *q, PyObject *t) {
     Seen *s = seen_slot(q, t);
-    int held = seen_holds(s, t);
-    if (held < 0) return NULL;
-    if (held) return Py_NewRef(s->array);
+    if (seen_for(s, t)) {
+        /* (a copy, its objects held: asking t can run Python code, another thread's
+         * included, which may fill the slot with another tensor meanwhile) */
+        Seen was = {NULL, s->ptr, Py_NewRef(s->dtype), Py_NewRef(s->array)};
+        int held = seen_holds(&was, t);
+        Py_DECREF(was.dtype);
+        if (held > 0) return was.array;
+        Py_DECREF(was.array);
+        if (held < 0) return NULL;
+    }
     PyObject *a = PyObject_CallOneArg(q->quick, t);
     if (a == NULL || !PyArray_Check(a) || PyArray_NBYTES((PyArrayObject *)a) == 0)
         return a; /* (an empty tensor's array keeps the tensor alive: not remembered) */

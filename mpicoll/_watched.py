@@ -26,8 +26,6 @@ _INF = float("inf")
 # a completed operation's arguments in the history: not kept (they hold the caller's
 # buffers, which must be freed when the caller drops them)
 DROPPED = object()
-# the collectives whose MPI arguments end with the root (Op.root)
-ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
 
 
 class Op(NamedTuple):
@@ -55,7 +53,7 @@ class Op(NamedTuple):
         ``Scatterv``'s), else from its flight record (a call the compiled core runs
         registers the caller's tensors; an async Work, the arguments with them); None for
         any other collective, or where neither says. For the monitor, not for a call."""
-        if self.name not in ROOTED or self.peer is not None:
+        if self.name not in _recorder.ROOTED or self.peer is not None:
             return None
         a = self.args
         if type(a) is tuple and a and type(a[-1]) is int:
