@@ -1139,16 +1139,94 @@ typedef struct {
     PyObject *array; /* numpy over its memory (not keeping it alive) */
 } Seen;
 
+/* How a Quicker asks its tensor type one thing: the C function behind the type's own
+ * descriptor, called directly (what Python's attribute lookup would find and call, less
+ * the lookup), or, where the type's is not one of these kinds, Python's lookup itself */
+enum { ASK_LOOKUP = 0, ASK_GETSET, ASK_NOARGS, ASK_VARARGS, ASK_KEYWORDS };
+typedef struct {
+    int how;
+    PyObject *descr;  /* the descriptor (held), or NULL */
+    getter get;       /* ASK_GETSET's */
+    void *closure;
+    PyCFunction meth; /* the methods' */
+} Ask;
+
+/* what a hit asks: data_ptr(), dtype, requires_grad, shape, is_contiguous() */
+enum { DATA_PTR = 0, DTYPE, REQUIRES_GRAD, SHAPE, IS_CONTIGUOUS, ASKED };
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *quick; /* the hook's quick: tensor -> array or None */
+    PyObject *quick;   /* the hook's quick: tensor -> array or None */
+    PyTypeObject *type; /* the tensor type `ask` was learned from (held), or NULL */
+    Ask ask[ASKED];
     Seen seen[QUICK_SLOTS];
 } Quicker;
 
 static PyTypeObject QuickerType;
 static PyObject *str_data_ptr = NULL, *str_shape = NULL, *str_dtype = NULL;
 static PyObject *str_requires_grad = NULL, *str_is_contiguous = NULL;
+static PyObject *no_args = NULL; /* () */
+
+/* q->ask learned from `tp`: each name's descriptor on the type, where the type's
+ * attribute lookup is Python's generic one (so that the descriptor is what a lookup
+ * finds: data descriptors, as getset ones are, come before an instance's __dict__, and
+ * a method descriptor is found there unless the instance's __dict__ holds the name,
+ * which torch's tensors' does not); else, or for a name whose descriptor is of another
+ * kind, Python's lookup. -1 with an error raised. */
+static int quicker_learn(Quicker *q, PyTypeObject *tp) {
+    PyObject **names[ASKED] = {&str_data_ptr, &str_dtype, &str_requires_grad, &str_shape,
+                               &str_is_contiguous};
+    for (int i = 0; i < ASKED; i++) {
+        Ask *a = &q->ask[i];
+        Py_CLEAR(a->descr);
+        a->how = ASK_LOOKUP;
+        if (tp->tp_getattro != PyObject_GenericGetAttr) continue;
+        PyObject *d = PyObject_GetAttr((PyObject *)tp, *names[i]);
+        if (d == NULL) return -1;
+        if (Py_IS_TYPE(d, &PyGetSetDescr_Type) &&
+            ((PyGetSetDescrObject *)d)->d_getset->get != NULL) {
+            a->how = ASK_GETSET;
+            a->get = ((PyGetSetDescrObject *)d)->d_getset->get;
+            a->closure = ((PyGetSetDescrObject *)d)->d_getset->closure;
+        } else if (Py_IS_TYPE(d, &PyMethodDescr_Type)) {
+            PyMethodDef *ml = ((PyMethodDescrObject *)d)->d_method;
+            int flags = ml->ml_flags & ~METH_COEXIST;
+            a->meth = ml->ml_meth;
+            a->how = flags == METH_NOARGS ? ASK_NOARGS
+                   : flags == METH_VARARGS ? ASK_VARARGS
+                   : flags == (METH_VARARGS | METH_KEYWORDS) ? ASK_KEYWORDS : ASK_LOOKUP;
+        }
+        a->descr = d; /* (held while it is called through) */
+    }
+    Py_INCREF(tp);
+    Py_XSETREF(q->type, tp);
+    return 0;
+}
+
+/* What `t` answers to the i-th thing a hit asks (a new reference), or NULL */
+static PyObject *quicker_ask(Quicker *q, int i, PyObject *t) {
+    Ask *a = &q->ask[i];
+    switch (Py_TYPE(t) == q->type ? a->how : ASK_LOOKUP) {
+    case ASK_GETSET:
+        return a->get(t, a->closure);
+    case ASK_NOARGS:
+        return a->meth(t, NULL);
+    case ASK_VARARGS:
+        return a->meth(t, no_args);
+    case ASK_KEYWORDS:
+        return ((PyCFunctionWithKeywords)(void (*)(void))a->meth)(t, no_args, NULL);
+    default:
+        break;
+    }
+    if (i == DATA_PTR || i == IS_CONTIGUOUS) {
+        PyObject *self[2] = {NULL, t};
+        return PyObject_VectorcallMethod(i == DATA_PTR ? str_data_ptr : str_is_contiguous,
+                                         self + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    return PyObject_GetAttr(t, i == DTYPE ? str_dtype : i == REQUIRES_GRAD
+                               ? str_requires_grad : str_shape);
+}
 
 static Seen *seen_slot(Quicker *q, PyObject *t) {
     unsigned long long h = (unsigned long long)(uintptr_t)t >> 4;
@@ -1179,22 +1257,20 @@ static int seen_for(Seen *s, PyObject *t) {
 
 /* 1: `t`, for which `s` (a copy of a slot, its objects held) was made, is unchanged; 0: it
  * is changed; -1: an error was raised asking it */
-static int seen_holds(Seen *s, PyObject *t) {
-    PyObject *self[2] = {NULL, t};
-    PyObject *v = PyObject_VectorcallMethod(str_data_ptr, self + 1,
-                                            1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+static int seen_holds(Quicker *q, Seen *s, PyObject *t) {
+    PyObject *v = quicker_ask(q, DATA_PTR, t);
     if (v == NULL) return -1;
     long long ptr = PyLong_AsLongLong(v);
     Py_DECREF(v);
     if (ptr == -1 && PyErr_Occurred()) return -1;
     if (ptr != s->ptr) return 0;
-    if ((v = PyObject_GetAttr(t, str_dtype)) == NULL) return -1;
+    if ((v = quicker_ask(q, DTYPE, t)) == NULL) return -1;
     Py_DECREF(v); /* (compared by identity: torch's dtypes are singletons) */
     if (v != s->dtype) return 0;
-    if ((v = PyObject_GetAttr(t, str_requires_grad)) == NULL) return -1;
+    if ((v = quicker_ask(q, REQUIRES_GRAD, t)) == NULL) return -1;
     Py_DECREF(v);
     if (v != Py_False) return 0;
-    if ((v = PyObject_GetAttr(t, str_shape)) == NULL) return -1;
+    if ((v = quicker_ask(q, SHAPE, t)) == NULL) return -1;
     PyArrayObject *a = (PyArrayObject *)s->array;
     int nd = PyArray_NDIM(a), same = PyTuple_Check(v) && PyTuple_GET_SIZE(v) == nd;
     for (int i = 0; same && i < nd; i++) {
@@ -1207,9 +1283,7 @@ static int seen_holds(Seen *s, PyObject *t) {
     }
     Py_DECREF(v);
     if (!same) return 0;
-    v = PyObject_VectorcallMethod(str_is_contiguous, self + 1,
-                                  1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-    if (v == NULL) return -1;
+    if ((v = quicker_ask(q, IS_CONTIGUOUS, t)) == NULL) return -1;
     Py_DECREF(v);
     return v == Py_True;
 }
@@ -1222,7 +1296,7 @@ static PyObject *quicker_answer(Quicker *q, PyObject *t) {
         /* (a copy, its objects held: asking t can run Python code, another thread's
          * included, which may fill the slot with another tensor meanwhile) */
         Seen was = {NULL, s->ptr, Py_NewRef(s->dtype), Py_NewRef(s->array)};
-        int held = seen_holds(&was, t);
+        int held = seen_holds(q, &was, t);
         Py_DECREF(was.dtype);
         if (held > 0) return was.array;
         Py_DECREF(was.array);
@@ -1231,6 +1305,10 @@ static PyObject *quicker_answer(Quicker *q, PyObject *t) {
     PyObject *a = PyObject_CallOneArg(q->quick, t);
     if (a == NULL || !PyArray_Check(a) || PyArray_NBYTES((PyArrayObject *)a) == 0)
         return a; /* (an empty tensor's array keeps the tensor alive: not remembered) */
+    if (q->type != Py_TYPE(t) && quicker_learn(q, Py_TYPE(t)) < 0) {
+        PyErr_Clear(); /* (not remembered: the answer stands) */
+        return a;
+    }
     /* remembered with what the checks compare, asked now (a miss pays for them) */
     PyObject *ref = PyWeakref_NewRef(t, NULL), *dtype = NULL;
     if (ref == NULL || (dtype = PyObject_GetAttr(t, str_dtype)) == NULL) {
@@ -1269,12 +1347,19 @@ static PyObject *quicker_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
 
 static int quicker_traverse(Quicker *q, visitproc visit, void *arg) {
     Py_VISIT(q->quick);
+    Py_VISIT(q->type);
+    for (int i = 0; i < ASKED; i++) Py_VISIT(q->ask[i].descr);
     for (int i = 0; i < QUICK_SLOTS; i++) Py_VISIT(q->seen[i].array);
     return 0;
 }
 
 static int quicker_clear(Quicker *q) {
     Py_CLEAR(q->quick);
+    Py_CLEAR(q->type);
+    for (int i = 0; i < ASKED; i++) {
+        Py_CLEAR(q->ask[i].descr);
+        q->ask[i].how = ASK_LOOKUP;
+    }
     for (int i = 0; i < QUICK_SLOTS; i++) seen_clear(&q->seen[i]);
     return 0;
 }
@@ -2529,6 +2614,7 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&PlanCacheType) < 0 ||
         PyType_Ready(&IdsType) < 0 || PyType_Ready(&QuickerType) < 0)
         return NULL;
+    if ((no_args = PyTuple_New(0)) == NULL) return NULL;
     PyObject **names[] = {&str_missed, &str_seq, &str_size, &str_kept, &str_direct,
                           &str_reduced, &str_comm, &str_rank, &str_methods[ALLGATHER],
                           &str_methods[ALLTOALL], &str_methods[REDUCE_SCATTER_BLOCK],

@@ -637,3 +637,30 @@ def test_a_torch_tensor_type_is_remembered_by_the_core_where_it_is_in_use(group)
         t.data = torch.ones(3, dtype=torch.float64)
         assert quick(t).dtype == np.float64
         assert quick(torch.ones(3, requires_grad=True)) is None
+
+
+def test_torch_tensor_subclasses_after_warm_up(rank, size, group):
+    """A subclass of torch.Tensor has its own entry (and the core's memo learns how to
+    ask it): repeated calls and a change that moves no memory are seen as for a
+    Tensor; one whose `shape` is a Python property is asked through Python."""
+    import torch
+
+    class Marked(torch.Tensor):
+        pass
+
+    class Shaped(torch.Tensor):
+        @property
+        def shape(self):  # (what torch.Tensor's would say)
+            return super().shape
+
+    total = sum(range(1, size + 1))
+    for kind in (Marked, Shaped):
+        t = torch.zeros(6).as_subclass(kind)
+        for _ in range(3):
+            t.fill_(rank + 1)
+            dist.all_reduce(t, group=group)
+            assert type(t) is kind and t.tolist() == [total] * 6
+        t.data = torch.zeros(6).view(torch.int32)[:3]  # the same object, other memory
+        t.fill_(-(rank + 1))
+        dist.all_reduce(t, group=group)
+        assert t.tolist() == [-total] * 3
