@@ -1948,6 +1948,22 @@ out:
  * the call), True (done), (hit, a) (a rank has left, or a signature goes beside the
  * data: the caller makes the call), or (hit, a, error) where MPI raised (the caller
  * explains it). */
+/* The arguments mpi_call takes for a reduce of entry `hit` (datatype, op) to `root` (a
+ * new reference): (datatype, (op, root)), the last one made given again while the entry
+ * and the root are the same (a loop's reduces to one root make it once) */
+static PyObject *reduce_call(PyObject *hit, PyObject *root) {
+    static PyObject *last_hit = NULL, *last_root = NULL, *last_call = NULL;
+    if (hit == last_hit && root == last_root) return Py_NewRef(last_call);
+    PyObject *call = tuple_of(2, Py_NewRef(PyTuple_GET_ITEM(hit, 0)),
+                              PyTuple_Pack(2, PyTuple_GET_ITEM(hit, 1), root));
+    if (call == NULL) return NULL;
+    /* (held: neither address can be another object's while it is compared) */
+    Py_XSETREF(last_hit, Py_NewRef(hit));
+    Py_XSETREF(last_root, Py_NewRef(root));
+    Py_XSETREF(last_call, Py_NewRef(call));
+    return call;
+}
+
 static PyObject *reduce_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 11) {
@@ -1989,8 +2005,7 @@ static PyObject *reduce_to(PyObject *self, PyObject *const *args, Py_ssize_t nar
         result = PyTuple_Pack(2, hit, a);
         goto hit_out;
     }
-    PyObject *call = tuple_of(2, Py_NewRef(PyTuple_GET_ITEM(hit, 0)), /* (datatype, (op, root)) */
-                              PyTuple_Pack(2, PyTuple_GET_ITEM(hit, 1), root));
+    PyObject *call = reduce_call(hit, root);
     if (call == NULL) goto hit_out;
     result = mpi_call(REDUCE, op, group, call, a, spin);
     if (result != NULL && PyTuple_Check(result)) { /* (MPI raised: the caller's hit) */
