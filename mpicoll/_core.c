@@ -1044,31 +1044,57 @@ static int address(PyObject *obj, long long *at) {
     return 0;
 }
 
+/* A part of a kept Plan's key (_direct.plan_key's): where `obj` lies (an array's address,
+ * or an int: that address), or `obj` itself where it is a tuple (the addresses of a
+ * list's separate tensors). A new reference, or NULL. */
+static PyObject *key_part(PyObject *obj) {
+    if (PyTuple_CheckExact(obj)) return Py_NewRef(obj);
+    long long at;
+    if (address(obj, &at) < 0) return NULL;
+    return PyLong_FromLongLong(at);
+}
+
 /* The plan the group's PlanCache `c` holds for a call of quick entry `hit` on the arrays
  * `first` and `second` (key: (id(hit), where first lies, where second lies); second None:
  * (id(hit), where first lies, its length in bytes); first or second an int: that
  * address, where a list of tensors end to end starts: _direct.plan_key's three ints,
- * compared as C integers), run: taken out while it runs, put back as the newest. Returns
- * False where there is none (the caller makes one), None when done, or the record's id
- * where a tag or length differs (the caller compares: Direct.check); raises an MPI error
- * as MPI gave it (the plan put back, for the caller to settle). */
+ * compared as C integers; first or second a tuple: the addresses of a list's separate
+ * tensors, the key then compared as an object), run: taken out while it runs, put back
+ * as the newest. Returns False where there is none (the caller makes one), None when
+ * done, or the record's id where a tag or length differs (the caller compares:
+ * Direct.check); raises an MPI error as MPI gave it (the plan put back, for the caller
+ * to settle). */
 static PyObject *run_cached(PyObject *op, PyObject *group, PyObject *seq, PlanCache *c,
                              PyObject *hit, PyObject *firstobj, PyObject *secondobj,
                              long spin, PyObject *keep) {
     long long k[3] = {(long long)(intptr_t)hit, 0, 0};
-    if (secondobj == Py_None) { /* (first: an array, its length in bytes in the key) */
-        Py_buffer view;
-        if (memory_of(firstobj, 0, &view) < 0) return NULL;
-        k[1] = (long long)(intptr_t)view.buf;
-        k[2] = (long long)view.len;
-        memory_done(&view);
-    } else if (address(firstobj, &k[1]) < 0 || address(secondobj, &k[2]) < 0) {
-        return NULL;
+    PyObject *objkey = NULL; /* (a key with a tuple part; NULL: the three ints in k) */
+    Py_ssize_t i;
+    if (PyTuple_CheckExact(firstobj) || PyTuple_CheckExact(secondobj)) {
+        objkey = tuple_of(3, PyLong_FromLongLong(k[0]), key_part(firstobj),
+                          key_part(secondobj));
+        if (objkey == NULL) return NULL;
+        if ((i = cache_find(c, objkey)) == -2) {
+            Py_DECREF(objkey);
+            return NULL;
+        }
+    } else {
+        if (secondobj == Py_None) { /* (first: an array, its length in bytes in the key) */
+            Py_buffer view;
+            if (memory_of(firstobj, 0, &view) < 0) return NULL;
+            k[1] = (long long)(intptr_t)view.buf;
+            k[2] = (long long)view.len;
+            memory_done(&view);
+        } else if (address(firstobj, &k[1]) < 0 || address(secondobj, &k[2]) < 0) {
+            return NULL;
+        }
+        i = cache_find_ints(c, k);
     }
-    Py_ssize_t i = cache_find_ints(c, k);
     if (i < 0 || Py_TYPE(c->slots[i].entry) != &PlanType ||
-        ((Plan *)c->slots[i].entry)->hit != hit)
+        ((Plan *)c->slots[i].entry)->hit != hit) {
+        Py_XDECREF(objkey);
         Py_RETURN_FALSE;
+    }
     PyObject *key, *entry, *result = NULL;
     cache_take(c, i, &key, &entry); /* (taken out while in use) */
     Plan *p = (Plan *)entry;
@@ -1088,9 +1114,12 @@ static PyObject *run_cached(PyObject *op, PyObject *group, PyObject *seq, PlanCa
 back: { /* put back as the newest, unless another thread's took its place meanwhile */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        if (cache_find_ints(c, k) < 0 && cache_append(c, key, entry) < 0) PyErr_Clear();
+        Py_ssize_t there = objkey != NULL ? cache_find(c, objkey) : cache_find_ints(c, k);
+        if (there == -1 && cache_append(c, key, entry) < 0) PyErr_Clear();
+        if (there == -2) PyErr_Clear();
         PyErr_Restore(et, ev, tb);
     }
+    Py_XDECREF(objkey);
     Py_DECREF(key);
     Py_DECREF(entry);
     return result;
@@ -2209,6 +2238,16 @@ static PyObject *kept_messages(PyObject *op, PyObject *group, PyObject *hit, PyO
     return run_kept_here(op, group, hit, first, second, spin, keep);
 }
 
+/* Whether none of the arrays in the list `arrays` shares memory with [lo, hi). */
+static int pieces_apart(PyObject *arrays, long long lo, long long hi) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(arrays); i++) {
+        PyArrayObject *x = (PyArrayObject *)PyList_GET_ITEM(arrays, i);
+        long long b = (long long)(intptr_t)PyArray_DATA(x), e = b + PyArray_NBYTES(x);
+        if (e > b && b < hi && lo < e) return 0;
+    }
+    return 1;
+}
+
 /* How listed() serves a call: the list is written (the tensor read), else read (the
  * tensor written); the list's start comes first in the kept Plan's key (else the
  * tensor's); the list's entry at head[0] must have the tensor's shape. */
@@ -2218,12 +2257,13 @@ enum { WRITES_LIST = 1, LIST_FIRST = 2, SAME_SHAPE = 4 };
  * `tensors` of one tensor per rank (listed(), and rooted()'s root): both as the quick
  * path takes them (quick_array, layout_of), of one dtype, and `table` holding the entry
  * `hit` that the general path validated for key (dtype, the tensor's size, *head, the
- * list's sizes). Where the list lies end to end, apart from the tensor, the group sends
+ * list's sizes). Where the list shares no memory with the tensor, the group sends
  * messages (its `direct` communicator) and no rank has left (`left`), the group's kept
- * Plan of it run here (run_kept_here: key parts the tensor and where the list starts,
- * in the order `how` says). Returns False (the general path takes the call), True
- * (done), (hit, a, layout) (the caller makes the call: no Plan kept, separate tensors,
- * MPI's collective), or (hit, first, second, seq, outcome), as run_kept_here's. */
+ * Plan of it run here (run_kept_here: key parts the tensor and where the list lies,
+ * its start where its tensors lie end to end, else the tuple of their addresses, in the
+ * order `how` says). Returns False (the general path takes the call), True (done),
+ * (hit, a, layout) (the caller makes the call: no Plan kept, MPI's collective), or
+ * (hit, first, second, seq, outcome), as run_kept_here's. */
 static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
                            PyObject *tensors, int how, PyObject *table, PyObject *head,
                            PyObject *quickers, long spin, int left) {
@@ -2276,17 +2316,23 @@ static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
     long long end = PyLong_AsLongLong(PyTuple_GET_ITEM(lay, 3));
     long long lo = (long long)(intptr_t)PyArray_DATA(arr), hi = lo + PyArray_NBYTES(arr);
     int end_to_end = PyTuple_GET_ITEM(lay, 7) == Py_True;
-    if (end_to_end && hi > lo && lo < end && start < hi) goto no; /* (they share memory) */
-    if (end_to_end) {
-        PyObject *keep = PyTuple_Pack(2, tensor, tensors);
-        if (keep == NULL) goto out;
-        PyObject *at = PyTuple_GET_ITEM(lay, 2);
-        result = how & LIST_FIRST ? kept_messages(op, group, hit, at, a, spin, keep, left)
-                                  : kept_messages(op, group, hit, a, at, spin, keep, left);
-        Py_DECREF(keep);
-        if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
-        Py_CLEAR(result);
+    if (hi > lo && lo < end && start < hi) { /* (their spans meet: do they share memory?) */
+        if (end_to_end || !pieces_apart(PyTuple_GET_ITEM(lay, 6), lo, hi)) goto no;
     }
+    /* where the list lies: where it starts, end to end; else each tensor's address */
+    PyObject *at = end_to_end ? Py_NewRef(PyTuple_GET_ITEM(lay, 2))
+                              : PyList_AsTuple(PyTuple_GET_ITEM(lay, 5));
+    PyObject *keep = at == NULL ? NULL : PyTuple_Pack(2, tensor, tensors);
+    if (keep == NULL) {
+        Py_XDECREF(at);
+        goto out;
+    }
+    result = how & LIST_FIRST ? kept_messages(op, group, hit, at, a, spin, keep, left)
+                              : kept_messages(op, group, hit, a, at, spin, keep, left);
+    Py_DECREF(keep);
+    Py_DECREF(at);
+    if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
+    Py_CLEAR(result);
     result = PyTuple_Pack(3, hit, a, lay);
     goto out;
 no:
@@ -2324,9 +2370,10 @@ static PyObject *listed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * says when): both as the quick path takes them (layout_of: the outputs written), of one
  * dtype, and `table` holding the entry `hit` that the general path validated for key
  * (dtype, the group's size, this rank, the inputs' sizes, None, the outputs' sizes).
- * Where both lie end to end, apart, the entry is direct messages, the group sends them
+ * Where their spans do not meet, the entry is direct messages, the group sends them
  * and no rank has left, the group's kept Plan of it run here (run_kept_here: key parts
- * where the inputs and the outputs start). Returns False (the general path takes the
+ * where the inputs and the outputs lie: a list's start where its tensors lie end to
+ * end, else the tuple of their addresses). Returns False (the general path takes the
  * call), True (done), (hit, outputs' layout, inputs' layout) (the caller makes the
  * call), or (hit, first, second, seq, outcome), as run_kept_here's. */
 static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -2374,26 +2421,42 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         goto no;
     }
     Py_INCREF(hit);
-    int both = PyTuple_GET_ITEM(outl, 7) == Py_True && PyTuple_GET_ITEM(inl, 7) == Py_True;
-    if (both) { /* (each list's tensors cover its span: spans that meet share memory) */
-        long long rlo = PyLong_AsLongLong(PyTuple_GET_ITEM(outl, 2));
-        long long rhi = PyLong_AsLongLong(PyTuple_GET_ITEM(outl, 3));
-        long long slo = PyLong_AsLongLong(PyTuple_GET_ITEM(inl, 2));
-        long long shi = PyLong_AsLongLong(PyTuple_GET_ITEM(inl, 3));
-        if (PyErr_Occurred()) goto out;
-        if (slo < rhi && rlo < shi) goto no;
-    }
+    int radj = PyTuple_GET_ITEM(outl, 7) == Py_True, sadj = PyTuple_GET_ITEM(inl, 7) == Py_True;
+    long long rlo = PyLong_AsLongLong(PyTuple_GET_ITEM(outl, 2));
+    long long rhi = PyLong_AsLongLong(PyTuple_GET_ITEM(outl, 3));
+    long long slo = PyLong_AsLongLong(PyTuple_GET_ITEM(inl, 2));
+    long long shi = PyLong_AsLongLong(PyTuple_GET_ITEM(inl, 3));
+    if (PyErr_Occurred()) goto out;
+    /* (spans that meet: where both lie end to end, they share memory; else asked tensor
+     * by tensor, where the call is messages: a few ranks) */
+    int apart = !(slo < rhi && rlo < shi);
+    if (!apart && radj && sadj) goto no;
     PyObject *method = PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) > 0
         ? PyTuple_GET_ITEM(hit, 0) : NULL;
     int direct = method != NULL && PyUnicode_Check(method) &&
         (method == str_direct || PyUnicode_Compare(method, str_direct) == 0);
     if (PyErr_Occurred()) goto out;
-    if (both && direct) {
-        PyObject *keep = PyTuple_Pack(2, outs, ins);
-        if (keep == NULL) goto out;
-        result = kept_messages(op, group, hit, PyTuple_GET_ITEM(inl, 2),
-                               PyTuple_GET_ITEM(outl, 2), spin, keep, left);
-        Py_DECREF(keep);
+    if (!apart && direct) {
+        PyObject *souts = PyTuple_GET_ITEM(inl, 6), *routs = PyTuple_GET_ITEM(outl, 6);
+        apart = 1;
+        for (Py_ssize_t i = 0; apart && i < PyList_GET_SIZE(routs); i++) {
+            PyArrayObject *x = (PyArrayObject *)PyList_GET_ITEM(routs, i);
+            long long b = (long long)(intptr_t)PyArray_DATA(x);
+            apart = !PyArray_NBYTES(x) || pieces_apart(souts, b, b + PyArray_NBYTES(x));
+        }
+    }
+    if (apart && direct) { /* (where each list lies: its start, or its tensors' addresses) */
+        PyObject *s_at = sadj ? Py_NewRef(PyTuple_GET_ITEM(inl, 2))
+                              : PyList_AsTuple(PyTuple_GET_ITEM(inl, 5));
+        PyObject *r_at = s_at == NULL ? NULL : radj ? Py_NewRef(PyTuple_GET_ITEM(outl, 2))
+                                                    : PyList_AsTuple(PyTuple_GET_ITEM(outl, 5));
+        PyObject *keep = r_at == NULL ? NULL : PyTuple_Pack(2, outs, ins);
+        if (keep != NULL)
+            result = kept_messages(op, group, hit, s_at, r_at, spin, keep, left);
+        Py_XDECREF(s_at);
+        Py_XDECREF(r_at);
+        Py_XDECREF(keep);
+        if (result == NULL) goto out;
         if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
         Py_CLEAR(result);
     }

@@ -43,7 +43,7 @@ from ._sizes import Sizes, _kept, exchange
 
 __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "kept_call",
            "keeps", "new_plan", "over", "plan", "put_back", "run_kept", "settled", "single",
-           "span", "started", "take"]
+           "span", "started", "take", "where"]
 
 
 MAX_RANKS = direct_ranks()
@@ -179,12 +179,23 @@ def kept_call(op: str, group: Any, hit: Any, a: Any, keep: Any,
 def plan_key(hit: Any, first: Any, second: Any) -> tuple:
     """Where a group keeps a repeated call's messages: its quick entry ``hit``, where
     ``first`` lies, and where ``second`` lies (None: ``first``'s length in bytes; either
-    an int: that address, where a list of tensors end to end starts); the compiled core's
-    ``run`` makes the same key."""
+    an int: that address, where a list of tensors end to end starts; a tuple: the
+    addresses of a list's separate tensors, :func:`where`); the compiled core's ``run``
+    makes the same key."""
     if second is None:
         return (id(hit), _buffer(first).address, first.nbytes)
-    return (id(hit), first if type(first) is int else _buffer(first).address,
-            second if type(second) is int else _buffer(second).address)
+    return (id(hit), _part(first), _part(second))
+
+
+def _part(x: Any) -> Any:
+    return x if type(x) is int or type(x) is tuple else _buffer(x).address
+
+
+def where(lay: tuple) -> int | tuple[int, ...]:
+    """Where a list of tensors lies (its :func:`._layout.layout`), for :func:`plan_key`:
+    where it starts, where its tensors lie end to end (their sizes are the quick
+    entry's); else each tensor's address (-1: empty)."""
+    return lay[2] if lay[7] else tuple(lay[5])
 
 
 def new_plan(core: Any, hit: Any, reqs: list[Any], sts: list[Any], d: Direct, dt: Any,
@@ -260,19 +271,18 @@ def core_found(core: Any, op: str, group: Any, found: Any, keep: Any,
 
 def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tuple]],
             copy: tuple | None, keep: Any = None, depth: int = 4, *, hit: Any,
-            key: tuple, planned: bool = False) -> None:
+            key: tuple) -> None:
     """A blocking direct call of a quick entry ``hit`` (a list's: its :class:`Direct`
     ``d``), its messages as persistent requests that the group keeps by ``key``
-    (``id(hit)``, with what else fixes the messages' datatype, and where the memory lies:
+    (:func:`plan_key`'s: ``id(hit)`` and where the memory lies, :func:`where` for a list:
     whatever array lies there now, the entry fixes its size and layout), in use order;
     taken out while in use, put back once complete. ``make()`` gives :func:`issue`'s
     arguments and buffers, over address ranges that own nothing: called where the group
     keeps none for ``key``, and kept with the requests (a call that finds them pays for
     neither). Where :attr:`Direct.big`, or where :func:`keeps` says so, posted as usual.
-    ``planned``: ``key`` is :func:`plan_key`'s (where the lists lie end to end, two
-    addresses fix all of the memory): where the compiled core is in use, the group keeps
-    a ``Plan``, which its next calls run there (:func:`run_kept`), this rank's own block
-    (``copy``: (destination, Ellipsis, source)) copied over the same memory."""
+    Where the compiled core is in use, the group keeps a ``Plan``, which its next calls
+    run there (:func:`run_kept`), this rank's own block (``copy``: (destination,
+    Ellipsis, source)) copied over the same memory."""
     entry = None if d.big else take(group, key, hit)
     if entry is None:
         args, bufs = make()
@@ -282,7 +292,7 @@ def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tupl
         sbuf, sd, rbuf, rd, dt = bufs
         reqs = d.prepare(group.direct, (span(sbuf, True), sd, span(rbuf, False), rd, dt))
         sts = [_Status() for _ in reqs]
-        core = (_core_loader.module or _core_loader.load()) if planned else None
+        core = _core_loader.module or _core_loader.load()
         if core is not None:
             plan = new_plan(core, hit, reqs, sts, d, dt, None if copy is None else
                             (span(copy[0], False), span(copy[2], True)), args)

@@ -104,14 +104,12 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
     whatever array lies there now, the key fixes its size and layout)."""
     _, (sd, rd), mpi_op, dt, how, _, d = hit
     core = _core_loader.module
-    # (a list's chunks lie end to end: where they start fixes where they all lie)
-    planned = lay is None or lay[7]
-    if core is not None and planned and not _departed.left and _direct.run_kept(
-            core, op, group, hit, s if lay is None else lay[2], r, keep):
+    first = s if lay is None else _direct.where(lay)
+    if core is not None and not _departed.left and _direct.run_kept(
+            core, op, group, hit, first, r, keep):
         return
     ra = _buffer(r).address
-    key = (id(hit), _buffer(s).address, ra) if lay is None else (id(hit), lay[2], ra) \
-        if lay[7] else (id(hit), *lay[5], ra)
+    key = _direct.plan_key(hit, first, ra)
     entry = _direct.take(group, key, hit)
     if entry is None:
         me, n, c = group._rank, group._size, r.size
@@ -136,7 +134,7 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
         sts = [_Status() for _ in reqs]
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
-        if core is not None and planned:  # (its next calls run there: run_kept)
+        if core is not None:  # (its next calls run there: run_kept)
             fold = None if not c else (mpi_op, me, out, scratch, own)
             entry = _direct.new_plan(core, hit, reqs, sts, d, dt, None, args, fold)
             issue(op, group, d, args, (None, sd, None, rd, dt), None, reduced, keep=keep,

@@ -12,7 +12,7 @@ from numpy import frombuffer as _frombuffer
 from .. import _core_loader
 from .._mpi import MPI
 from .._work import Work
-from ._direct import keeps, kept_call, new_plan, plan_key, put_back, span, take
+from ._direct import keeps, kept_call, new_plan, plan_key, put_back, span, take, where
 from ._layout import area as _area
 from ._layout import displs as _displs
 from ._messages import Direct, issue, issue_plan
@@ -85,20 +85,17 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
     scatter), of a quick entry ``hit`` that a general call validated: off the root, (MPI
     datatype, root, gathering); on the root, ((counts, displacements) of the list, packed,
     MPI datatype), and ``lay``, where the list's tensors lie (:func:`._layout.layout`).
-    Its messages are kept by the group by the entry and where the memory lies: a ``Plan``
-    that the compiled core runs (the caller's :func:`._direct.run_kept` finds it), keyed
-    by where ``a`` lies and where the list starts where its tensors lie end to end
-    (chunks of one tensor); a Python entry keyed by each tensor's address where they lie
-    apart. Here: a call that found no Plan, or where the core is not in use."""
-    end_to_end = lay is None or lay[7]
-    start = None if lay is None else lay[2]
+    Its messages are kept by the group by the entry and where the memory lies
+    (:func:`._direct.plan_key`: where ``a`` lies, and where the list lies, its start or
+    each tensor's address, :func:`._direct.where`): a ``Plan`` that the compiled core
+    runs (the caller's :func:`._direct.run_kept` finds it), or a Python entry where the
+    core is not in use. Here: a call that found no Plan, or where the core is not in
+    use."""
     core = _core_loader.module
     dt = hit[0] if lay is None else hit[1]
     copy = None if lay is None or not a.size else \
         flat_copy(lay[6][root], a) if gathering else flat_copy(a, lay[6][root])
-    # (separate tensors: where each lies, and where a lies, which the call's arguments hold)
-    key = plan_key(hit, a, start) if end_to_end else (id(hit), "apart", _buffer(a).address,
-                                                       *lay[5])
+    key = plan_key(hit, a, None if lay is None else where(lay))
     entry = take(pg, key, hit)
     if entry is None:
         counts = None if lay is None else list(lay[4])
@@ -121,9 +118,10 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
         sts = [_Status() for _ in reqs]
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
-        if core is not None and end_to_end:  # (its next calls run there: run_kept)
+        if core is not None:  # (its next calls run there: run_kept)
             slot = None if copy is None else _fromaddress(
-                lay[2] + hit[0][1][root] * a.itemsize, a.nbytes, not gathering)
+                lay[2] + hit[0][1][root] * a.itemsize if lay[7] else lay[5][root], a.nbytes,
+                not gathering)
             entry = new_plan(core, hit, reqs, sts, d, dt, None if copy is None else
                              (slot, mine) if gathering else (mine, slot), args)
         else:

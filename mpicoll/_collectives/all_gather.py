@@ -225,7 +225,7 @@ def _listed(name: str, pg: Any, tensor: Any, tensor_list: Any, hit: tuple, a: An
     _, _, _, _, counts, _, _, adjacent = out
     method, rc, dt, sc, own, sizes = hit
     if method == "direct":  # (rc: the displacements; sizes: the Direct)
-        d, me, addr = sizes, pg._rank, _buffer(a).address
+        d, me = sizes, pg._rank
         # (the messages kept by where the tensor and the list lie, made with their
         # arguments where the group keeps none there; the list kept alive by the Work an
         # interrupt leaves)
@@ -234,8 +234,7 @@ def _listed(name: str, pg: Any, tensor: Any, tensor_list: Any, hit: tuple, a: An
                                              rc if adjacent else displs(out), dt),
                         (out[6][me], Ellipsis, a) if a.size else None,
                         keep=(tuple(tensor_list), tensor), hit=hit,
-                        key=(id(hit), addr, out[2]) if adjacent
-                        else (id(hit), addr, *out[5]), planned=adjacent, depth=5)
+                        key=_direct.plan_key(hit, a, _direct.where(out)), depth=5)
         return True
     buf = area(out)
     if sc is not None:  # as Alltoallv (_by_alltoallv)

@@ -219,8 +219,7 @@ def _quick_lists(name: str, pg: Any, output_tensor_list: Any,
             name, pg, d, partial(_over_lists, d, inl, outl, sc if both else None, dt),
             _own_tensors(routs[me], sins[me]) if d.counts[0][me] else None,
             keep=(tuple(output_tensor_list), tuple(input_tensor_list)), hit=hit,
-            key=(id(hit), slo, rlo) if both else (id(hit), *inl[5], *outl[5]),
-            planned=both, depth=5)
+            key=_direct.plan_key(hit, _direct.where(inl), _direct.where(outl)), depth=5)
         return True
     sbuf, rbuf = area(inl), area(outl)
     if sadj and radj:
