@@ -213,3 +213,30 @@ def test_the_core_runs_repeated_calls_of_separate_tensors(rank, size, group, mon
         for salt in range(3, 6):
             calls(salt)
     dist.destroy_process_group(mine)
+
+
+def test_separate_inputs_that_repeat_a_tensor_and_an_input_among_the_outputs(rank, size,
+                                                                            group):
+    # repeated calls whose input list names one tensor twice (its address twice in the
+    # plan's key: read, never written), and an all_gather whose input is one of its own
+    # outputs (they share memory: never a kept plan, the general path's in-place call);
+    # each right at every call, with new values
+    twice = np.empty(2, np.int64)
+    ins = [twice if j % 2 else np.empty(2, np.int64) for j in range(size)]
+    outs = [np.empty(2, np.int64) for _ in range(size)]
+    for salt in range(4):
+        twice[...] = values("int64", (2,), rank, salt)
+        for j, t in enumerate(ins):
+            if t is not twice:
+                t[...] = values("int64", (2,), rank, salt + j)
+        dist.all_to_all(outs, ins, group=group)
+        for j, t in enumerate(outs):
+            assert_equal(t, values("int64", (2,), j, salt if rank % 2 else salt + rank),
+                         "int64")
+        dist.reduce_scatter(outs[0], ins, group=group)
+        assert_equal(outs[0], sum(values("int64", (2,), r, salt if rank % 2 else salt + rank)
+                                  for r in range(size)), "int64")
+        outs[rank][...] = values("int64", (2,), rank, salt)
+        dist.all_gather(outs, outs[rank], group=group)
+        for j, t in enumerate(outs):
+            assert_equal(t, values("int64", (2,), j, salt), "int64")
