@@ -173,8 +173,9 @@ def quick_listed(op: str, group: Any, tensor: Any, tensors: Any, how: int,
     tensor per rank (all_gather, reduce_scatter): the tensor a :func:`quick_array`, the
     list a :func:`._layout.layout`, of one dtype, and ``table`` holding the entry that the
     general path validated for (dtype, the tensor's size, ``*head``, the list's sizes).
-    Where the list lies end to end and the group keeps the call's ``Plan``, the compiled
-    core runs it (its lookup and run in C: ``core.listed``). Returns True (done), False
+    Where the list shares no memory with the tensor and the group keeps the call's
+    ``Plan`` (keyed by where the list lies: :func:`._direct.where`), the compiled core
+    runs it (its lookup and run in C: ``core.listed``). Returns True (done), False
     (the general path takes the call), or (entry, array, layout): the caller makes the
     call."""
     if not quick_allowed():
