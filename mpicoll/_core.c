@@ -1100,8 +1100,13 @@ static PyObject *run_cached(PyObject *op, PyObject *group, PyObject *seq, PlanCa
     PyObject *objkey = NULL; /* (a key with a tuple part; NULL: the three ints in k) */
     Py_ssize_t i;
     if (PyTuple_CheckExact(firstobj) || PyTuple_CheckExact(secondobj)) {
-        objkey = tuple_of(3, PyLong_FromLongLong(k[0]), key_part(firstobj),
-                          key_part(secondobj));
+        PyObject *first = key_part(firstobj);
+        PyObject *second = first == NULL ? NULL : key_part(secondobj);
+        if (second == NULL) {
+            Py_XDECREF(first);
+            return NULL;
+        }
+        objkey = tuple_of(3, PyLong_FromLongLong(k[0]), first, second);
         if (objkey == NULL) return NULL;
         if ((i = cache_find(c, objkey)) == -2) {
             Py_DECREF(objkey);
