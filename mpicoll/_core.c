@@ -269,14 +269,15 @@ static int alone(MPI_Comm comm) {
 
 /* Around such a call: the GIL released where it copies LONG_COPY bytes or more (other
  * threads run meanwhile, as they do during a wait), kept for a short one (releasing it
- * costs more than the copy). */
+ * costs more than the copy). The thread state to give back to retake(), or NULL. */
 #define LONG_COPY (1 << 16)
-#define LONG_RELEASES(nbytes) \
-    { \
-        PyThreadState *released_ = (nbytes) >= LONG_COPY ? PyEval_SaveThread() : NULL;
-#define LONG_RETAKES \
-        if (released_ != NULL) PyEval_RestoreThread(released_); \
-    }
+static PyThreadState *release_if_long(Py_ssize_t nbytes) {
+    return nbytes >= LONG_COPY ? PyEval_SaveThread() : NULL;
+}
+
+static void retake(PyThreadState *released) {
+    if (released != NULL) PyEval_RestoreThread(released);
+}
 
 /* Where `obj`'s memory lies and how long it is, in bytes: a C-contiguous numpy array's
  * read directly (writable where `writable`), any other object's through the buffer
@@ -347,12 +348,12 @@ static PyObject *call_in(int kind, PyObject *op, PyObject *commobj, PyObject *ar
     MPI_Request req = MPI_REQUEST_NULL;
     int err;
     if (alone(*comm)) { /* (nothing to wait for: MPI's blocking call, its cheaper path) */
-        LONG_RELEASES(view.len)
+        PyThreadState *released = release_if_long(view.len);
         err = kind == ALLREDUCE
             ? MPI_Allreduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, *comm)
             : kind == BCAST ? MPI_Bcast(view.buf, (int)count, *dt, root, *comm)
             : MPI_Reduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, root, *comm);
-        LONG_RETAKES
+        retake(released);
     } else if ((err = kind == ALLREDUCE
               ? MPI_Iallreduce(MPI_IN_PLACE, view.buf, (int)count, *dt, *mop, *comm, &req)
               : kind == BCAST ? MPI_Ibcast(view.buf, (int)count, *dt, root, *comm, &req)
@@ -1711,13 +1712,13 @@ static PyObject *exchange_in(int kind, PyObject *op, PyObject *group, PyObject *
     MPI_Request req = MPI_REQUEST_NULL;
     int err;
     if (alone(*comm)) { /* (nothing to wait for: MPI's blocking call, its cheaper path) */
-        LONG_RELEASES(PyArray_NBYTES(r))
+        PyThreadState *released = release_if_long(PyArray_NBYTES(r));
         err = kind == ALLGATHER
             ? MPI_Allgather(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm)
             : kind == ALLTOALL
             ? MPI_Alltoall(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm)
             : MPI_Reduce_scatter_block(sb, rb, (int)rcount, *dt, *mop, *comm);
-        LONG_RETAKES
+        retake(released);
     } else if ((err = kind == ALLGATHER
               ? MPI_Iallgather(sb, (int)scount, *dt, rb, (int)rcount, *dt, *comm, &req)
               : kind == ALLTOALL

@@ -30,7 +30,6 @@ from ._sizes import rooted as rooted_sizes
 MAX_BROADCAST = 512
 
 _fromaddress = MPI.buffer.fromaddress
-_buffer = MPI.buffer
 _Status = MPI.Status
 
 
@@ -119,9 +118,8 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
         if core is not None:  # (its next calls run there: run_kept)
-            slot = None if copy is None else _fromaddress(
-                lay[2] + hit[0][1][root] * a.itemsize if lay[7] else lay[5][root], a.nbytes,
-                not gathering)
+            slot = None if copy is None else _fromaddress(lay[5][root], a.nbytes,
+                                                          not gathering)
             entry = new_plan(core, hit, reqs, sts, d, dt, None if copy is None else
                              (slot, mine) if gathering else (mine, slot), args)
         else:

@@ -34,8 +34,6 @@ from ._own_block import own_copy, then
 from ._sizes import agreed
 from ._table import Table
 
-_buffer = MPI.buffer
-
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
                            async_op: bool = False) -> Work | None:

@@ -101,13 +101,21 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     quick_op = type(op) is ReduceOp and not async_op
     core = _core_loader.module
     if quick_op and core is not None and quick_allowed():
-        if pg.direct is None:  # (MPI's Ireduce: the root, lookup and call in C)
-            found = core.reduce_to(name, pg, tensor, _reduce.QUICK, op, dst, group_dst,
-                                   QUICKERS, len(_polling.spin), _departed.left, -1)
-            if found is True or (found is not False and _reduce_found(
-                    name, pg, found, op, dst, group_dst)):
-                return None
-        elif _reduce_in_core(core, name, pg, tensor, op, dst, group_dst):
+        # the root found, the tests, the lookup and the call (the group's kept messages,
+        # or MPI's Ireduce) numbered, issued, waited on and recorded in C; a call the core
+        # hands back is made or explained here; none found: the general path (Python's
+        # validation words what is wrong)
+        direct = pg.direct is not None
+        if direct and _reduce_as_messages(core, name, pg, tensor, op, dst, group_dst):
+            return None
+        # MPI's Ireduce (a group that sends no messages, or more elements than they take;
+        # on such a group, never fewer: those calls go as messages, their signature in
+        # the tags)
+        found = core.reduce_to(name, pg, tensor, _reduce.QUICK, op, dst, group_dst,
+                               QUICKERS, len(_polling.spin), _departed.left,
+                               MAX_COUNT if direct else -1)
+        if found is True or (found is not False and _reduce_found(name, pg, found, op, dst,
+                                                                  group_dst)):
             return None
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
     is_root = pg._rank == root
@@ -140,45 +148,35 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     return _reduce_general(name, pg, tensor, root, op, async_op)
 
 
-def _reduce_in_core(core: Any, name: str, pg: Any, tensor: Any, op: ReduceOp, dst: Any,
-                    group_dst: Any) -> bool:
-    """reduce's quick path in the core: the root found, the tests, the lookup and the call
-    (the group's kept messages, or MPI's Ireduce) numbered, issued, waited on and recorded
-    in C. True when the call is done; False: the general path takes it (no entry yet, a
-    tensor the quick path does not take, or a root the core cannot find: Python's
-    validation words what is wrong)."""
-    spin, left = len(_polling.spin), _departed.left
-    if pg.direct is not None:
-        # as messages (all_reduce's quick path; its entry, of three, never makes MPI's
-        # Iallreduce)
-        found = core.reduce(name, pg, tensor, _reduce_direct.QUICK, op, QUICKERS, spin, left,
-                            MAX_COUNT, dst, group_dst)
-        if found is True:
-            return True
-        if found is not False:
-            root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
-            found = _direct.core_found(core, name, pg, found, tensor,
-                                       partial(_reduce_args, root, pg._rank == root))
-            if found is None:
-                return True
-            # (no Plan kept yet, a rank that left, or more elements than messages take)
-            hit, a = found
-            if 0 < a.size <= MAX_COUNT:
-                _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor, depth=6)
-                return True
-    # MPI's Ireduce (more elements than messages take; on such a group, never fewer:
-    # those calls go as messages, their signature in the tags)
-    found = core.reduce_to(name, pg, tensor, _reduce.QUICK, op, dst, group_dst, QUICKERS,
-                           spin, left, MAX_COUNT)
-    return found is True or (found is not False and _reduce_found(name, pg, found, op, dst,
-                                                                  group_dst, 5))
+def _reduce_as_messages(core: Any, name: str, pg: Any, tensor: Any, op: ReduceOp, dst: Any,
+                        group_dst: Any) -> bool:
+    """reduce's quick path as messages, on a group that sends them (all_reduce's quick
+    path; its entry, of three, never makes MPI's Iallreduce): the group's kept Plan run
+    in C, or the call made here where the core hands it back. True when the call is done;
+    False: no entry, or more elements than messages take."""
+    found = core.reduce(name, pg, tensor, _reduce_direct.QUICK, op, QUICKERS,
+                        len(_polling.spin), _departed.left, MAX_COUNT, dst, group_dst)
+    if found is True:
+        return True
+    if found is False:
+        return False
+    root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
+    found = _direct.core_found(core, name, pg, found, tensor,
+                               partial(_reduce_args, root, pg._rank == root))
+    if found is None:
+        return True
+    # (no Plan kept yet, a rank that left, or more elements than messages take)
+    hit, a = found
+    if 0 < a.size <= MAX_COUNT:
+        _reduce_direct.quick(name, pg, root, a, hit, op.name, keep=tensor, depth=6)
+        return True
+    return False
 
 
 def _reduce_found(name: str, pg: Any, found: tuple, op: ReduceOp, dst: Any,
-                  group_dst: Any, depth: int = 4) -> bool:
+                  group_dst: Any) -> bool:
     """What the core's ``reduce_to`` handed back, settled: MPI's error raised, or the call
-    made here (a rank has left, or the signature goes beside the data; ``depth``: frames
-    up to the user's). True."""
+    made here (a rank has left, or the signature goes beside the data). True."""
     root = _validate.root(pg, name, dst, group_dst, "dst", "group_dst")
     is_root = pg._rank == root
     if len(found) == 3:  # (MPI raised)
@@ -186,8 +184,7 @@ def _reduce_found(name: str, pg: Any, found: tuple, op: ReduceOp, dst: Any,
         raise mpi_error(name, e, _reduce_args(root, is_root, hit, a)) from e
     hit, a = found  # (a rank has left, or the signature goes beside the data)
     quick(name, pg, "Ireduce", _reduce_args(root, is_root, hit, a),
-          signed(name, pg, a.dtype, op, root, a.size) if a.size >= SIGNED else None,
-          depth=depth)
+          signed(name, pg, a.dtype, op, root, a.size) if a.size >= SIGNED else None, depth=4)
     return True
 
 
