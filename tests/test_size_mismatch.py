@@ -155,6 +155,89 @@ def test_a_message_cut_short_leaves_no_message_running(how, form, rank, size, gr
     assert [o.tolist() for o in outs] == [[100 + j] * 2 for j in range(size)]
 
 
+@pytest.mark.mpi(min_size=3)
+@pytest.mark.parametrize("form", ["all_to_all_single", "all_to_all"])
+def test_a_kept_plan_cut_short_in_the_core_leaves_no_message_running(form, rank, size, group,
+                                                                     monkeypatch):
+    # as above, where rank 0 repeats its call on the same memory: the compiled core runs
+    # the Plan its group keeps (on Open MPI its messages posted afresh at each run, not
+    # restarted), and rank 1's message is too long, the other ranks' still on their way
+    # when MPI fails the wait. Those left running are handed back and waited for before
+    # rank 0 raises: nothing arrives later, and the next calls on the same memory are right
+    from mpicoll import _core_loader
+    from mpicoll._collectives import _messages
+
+    _direct_only(group)
+    dist.all_reduce(np.zeros(1), group=group)  # (the first call loads the core)
+    if _core_loader.load() is None:
+        pytest.skip("the compiled core runs kept Plans")
+    monkeypatch.setattr(_polling, "spin", range(_polling.POLLS))
+    long_ = rank == 1
+    sends = [3 if (long_ and j == 0) else 2 for j in range(size)]
+    if form == "all_to_all":
+        ins = [np.empty(2, np.int64) for _ in range(size)]
+        outs = [np.empty(2, np.int64) for _ in range(size)]
+        wrong = [np.empty(n, np.int64) for n in sends]
+
+        def fill(v):
+            for t in ins + wrong:
+                t.fill(v)
+            for t in outs:
+                t.fill(SENTINEL)
+
+        def call(mistake=False):
+            dist.all_to_all(outs, wrong if mistake else ins, group=group)
+        got = lambda: [o.tolist() for o in outs]  # noqa: E731
+    else:
+        inp, out = np.empty(2 * size, np.int64), np.empty(2 * size, np.int64)
+        wrong = np.empty(sum(sends), np.int64)
+
+        def fill(v):
+            inp.fill(v)
+            wrong.fill(v)
+            out.fill(SENTINEL)
+
+        def call(mistake=False):
+            dist.all_to_all_single(out, wrong if mistake else inp, [2] * size,
+                                   sends if mistake else [2] * size, group=group)
+        got = lambda: out.reshape(size, 2).tolist()  # noqa: E731
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("rank 0's repeated call left the compiled core")
+
+    for it in range(2):
+        v = rank + 10 * it  # (a message of an earlier call, received late, shows)
+        want = [[j + 10 * it] * 2 for j in range(size)]
+        group.missed = 0
+        for _ in range(2):  # (rank 0's Plan made, then found)
+            fill(v)
+            call()
+            assert got() == want
+        fill(v)
+        dist.barrier(group=group)
+        time.sleep(0.15 if rank == 0 else 0.5 if rank >= 2 else 0)
+        if rank == 0:
+            with monkeypatch.context() as m, pytest.raises(SizeMismatch) as e:
+                m.setattr(_direct, "started", refuse)
+                m.setattr(_messages, "issue", refuse)
+                m.setattr(_direct, "issue", refuse)
+                call()
+            assert "rank 1 sends 3 elements to rank 0" in str(e.value), str(e.value)
+        else:
+            call(mistake=long_)
+        at_raise = got()
+        dist.barrier(group=group)  # (MPI driven: a receive left running completes here)
+        assert got() == at_raise
+        if rank != 0:
+            assert at_raise == want
+        else:  # what the ranks that agree sent is in place at the raise
+            assert at_raise[2:] == want[2:]
+    for k in range(2):  # the group goes on, on the same memory
+        fill(100 + rank + k)
+        call()
+        assert got() == [[100 + j + k] * 2 for j in range(size)]
+
+
 @MULTI
 def test_all_gather_slots_of_another_shape_raise_everywhere_before_sending(rank, size, group):
     slots = [np.full((3, 2), SENTINEL, np.float32) for _ in range(size)]

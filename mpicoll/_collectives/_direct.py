@@ -205,7 +205,8 @@ def new_plan(core: Any, hit: Any, reqs: list[Any], sts: list[Any], d: Direct, dt
     the memory's address ranges; ``fold``: an all_reduce's reduction), for the group to
     keep under :func:`plan_key` and the core to run (:func:`run_kept`)."""
     return core.Plan(hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt, copy=copy,
-                     meta=recorded(args, sts) if recording() else None, fold=fold, args=args)
+                     meta=recorded(args, sts) if recording() else None, fold=fold, args=args,
+                     posts=getattr(reqs, "posts", None))
 
 
 def run_kept(core: Any, op: str, group: Any, hit: Any, first: Any, second: Any,

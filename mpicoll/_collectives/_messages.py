@@ -17,9 +17,11 @@ from .. import _core_loader, _departed, _polling
 from .._abandoned import settle
 from .._checkmode import verify
 from .._describe import mpi_error
+from .._env import flag
 from .._env import settings as _settings
 from .._mpi import MPI
 from .._recorder import done, issued, kept, recording, waiting
+from .._start import is_open_mpi
 from .._tags import tag_ub
 from .._wait import wait_requests
 from .._work import Work
@@ -30,6 +32,7 @@ from ._sizes import Sizes
 
 _ANY = MPI.ANY_TAG
 _BYTE = MPI.BYTE
+_buffer = MPI.buffer
 _INT_MAX = 2**31 - 1
 _Status = MPI.Status
 _testall = MPI.Request.Testall
@@ -72,6 +75,26 @@ def _ack_room(nbytes: int) -> list:
 
 
 _NOTHING = [bytearray(1), (0, 0), _BYTE]
+
+# whether the compiled core posts a kept Plan's messages afresh at each run (MPI_Irecv,
+# MPI_Isend) rather than starting its persistent requests: on Open MPI, whose persistent
+# starts measured about 1.75x the cost of new messages (MPICH: the same cost).
+# MPICOLL_FRESH=0/1 overrides, to measure one against the other
+FRESH = flag("MPICOLL_FRESH", is_open_mpi())
+
+
+class _Prepared(list):
+    """:meth:`Direct.prepare`'s persistent requests, with ``posts`` where :data:`FRESH`."""
+
+    posts = None
+
+
+def _where(spec: list) -> tuple[int, int, Any]:
+    """A buffer specification [buffer, (count, displacement) or count, datatype] as
+    (address, count, datatype), the displacement in the datatype's units."""
+    buf, how, dt = spec
+    count, at = how if type(how) is tuple else (how, 0)
+    return _buffer(buf).address + at * dt.Get_extent()[1], count, dt
 
 
 class Direct:
@@ -152,15 +175,22 @@ class Direct:
 
     def prepare(self, comm: Any, bufs: tuple) -> list[Any]:
         """:meth:`post`'s messages as persistent requests, not started (Recv_init,
-        Send_init; not where :attr:`big`)."""
+        Send_init; not where :attr:`big`). Where :data:`FRESH`, the list also carries
+        ``posts``: each message as the compiled core posts it afresh at each run (send,
+        address, count, datatype, peer, tag), with ``comm``."""
         sbuf, sd, rbuf, rd, dt = bufs
         rinit, sinit, isz = comm.Recv_init, comm.Send_init, dt.Get_size()
         data = len(self.recvs) - len(self.acks_in)
-        reqs = [rinit(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs[:data]]
-        reqs += [rinit(_ack_room(self.room * isz), j, _ANY) for j, _, _ in self.acks_in]
-        for j, c, tag in self.sends:
-            reqs.append(sinit(_bytes(sbuf, c, sd[j], dt, isz), j, tag))
-        reqs += [sinit(_NOTHING, j, tag) for j, tag in self.acks_out]
+        specs = [(0, _bytes(rbuf, c, rd[j], dt, isz), j, _ANY)
+                 for j, c, _ in self.recvs[:data]]
+        specs += [(0, _ack_room(self.room * isz), j, _ANY) for j, _, _ in self.acks_in]
+        specs += [(1, _bytes(sbuf, c, sd[j], dt, isz), j, tag) for j, c, tag in self.sends]
+        specs += [(1, _NOTHING, j, tag) for j, tag in self.acks_out]
+        reqs = _Prepared((sinit if send else rinit)(spec, j, tag)
+                         for send, spec, j, tag in specs)
+        if FRESH:
+            reqs.posts = (comm, tuple((send, *_where(spec), j, tag)
+                                      for send, spec, j, tag in specs))
         return reqs
 
     def check(self, statuses: list[Any], me: int, dt: Any, seq: int = 0) -> None:
