@@ -2242,12 +2242,30 @@ out:
     return result;
 }
 
+/* A list's Layout: a struct sequence (a tuple whose items are also named), the fields
+ * of mpicoll/_collectives/_layout.py's Layout, read here by their index (LAY). */
+enum { L_READ_ONLY, L_DTYPE, L_START, L_END, L_COUNTS, L_ADDRESSES, L_ARRAYS, L_END_TO_END,
+       L_FIELDS };
+static PyStructSequence_Field layout_fields[] = {
+    {"read_only", "whether the list is only read"},
+    {"dtype", "the tensors' numpy dtype"},
+    {"start", "the lowest address of a tensor's memory"},
+    {"end", "the highest address past a tensor's memory"},
+    {"counts", "each tensor's number of elements (a list)"},
+    {"addresses", "each tensor's address, -1 where it is empty (a list)"},
+    {"arrays", "each tensor's numpy array (a list)"},
+    {"end_to_end", "whether the tensors lie end to end in list order (x.chunk(n))"},
+    {NULL, NULL}};
+static PyStructSequence_Desc layout_desc = {
+    "mpicoll.Layout", "Where a list's tensors lie (mpicoll/_collectives/_layout.py)",
+    layout_fields, L_FIELDS};
+static PyTypeObject LayoutType;
+#define LAY(lay, field) PyTuple_GET_ITEM(lay, field)
+
 /* Where a list's tensors lie, as mpicoll/_collectives/_layout.py's layout() makes it
- * (the same rules, the same tuple; Python's is the path without the core):
- * layout(xs, writable, quickers, most) with xs a list or tuple, returns (read only, dtype,
- * start address, end address, counts, addresses (-1 where empty), the numpy arrays,
- * whether they lie end to end in list order), or None where the quick path does not
- * serve the list: a tensor that is not a C-contiguous numpy array (aligned and
+ * (the same rules, the same Layout; Python's is the path without the core):
+ * layout(xs, writable, quickers, most) with xs a list or tuple, returns its Layout, or
+ * None where the quick path does not serve the list: a tensor that is not a C-contiguous numpy array (aligned and
  * writable where `writable`) or a quick view (`quickers`), dtypes that differ, no
  * element at all, tensors not a whole number of elements apart, a span of more than
  * `most` elements, or written tensors that share memory. */
@@ -2333,10 +2351,17 @@ static PyObject *layout_of(PyObject *xs, int writable, PyObject *quickers, long 
         for (Py_ssize_t i = 1; i < k; i++)
             if (pieces[i - 1].hi > pieces[i].lo) goto none;
     }
-    result = tuple_of(8, Py_NewRef(writable ? Py_False : Py_True),
-                      Py_NewRef((PyObject *)dtype), PyLong_FromLongLong(start),
-                      PyLong_FromLongLong(end), Py_NewRef(counts), Py_NewRef(addrs),
-                      Py_NewRef(arrays), Py_NewRef(adjacent ? Py_True : Py_False));
+    PyObject *lo = PyLong_FromLongLong(start), *hi = PyLong_FromLongLong(end);
+    if (lo == NULL || hi == NULL || (result = PyStructSequence_New(&LayoutType)) == NULL) {
+        Py_XDECREF(lo);
+        Py_XDECREF(hi);
+        goto out;
+    }
+    PyObject *fields[L_FIELDS] = {Py_NewRef(writable ? Py_False : Py_True),
+                                  Py_NewRef((PyObject *)dtype), lo, hi, Py_NewRef(counts),
+                                  Py_NewRef(addrs), Py_NewRef(arrays),
+                                  Py_NewRef(adjacent ? Py_True : Py_False)};
+    for (int i = 0; i < L_FIELDS; i++) PyStructSequence_SET_ITEM(result, i, fields[i]);
     goto out;
 none:
     result = Py_NewRef(Py_None);
@@ -2423,9 +2448,9 @@ static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
     lay = layout_of(tensors, writes, quickers, INT_MAX);
     if (lay == NULL) goto out;
     if (lay == Py_None) goto no;
-    PyArray_Descr *d = (PyArray_Descr *)PyTuple_GET_ITEM(lay, 1);
+    PyArray_Descr *d = (PyArray_Descr *)LAY(lay, L_DTYPE);
     if (d != PyArray_DESCR(arr) && !PyArray_EquivTypes(d, PyArray_DESCR(arr))) goto no;
-    PyObject *counts = PyTuple_GET_ITEM(lay, 4);
+    PyObject *counts = LAY(lay, L_COUNTS);
     Py_ssize_t nh = PyTuple_GET_SIZE(head);
     if ((key = PyTuple_New(2 + nh + n)) == NULL) goto out;
     PyObject *size = PyLong_FromSsize_t(PyArray_SIZE(arr));
@@ -2446,21 +2471,21 @@ static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
         Py_ssize_t at = nh ? PyLong_AsSsize_t(PyTuple_GET_ITEM(head, 0)) : -1;
         if (at == -1 && PyErr_Occurred()) goto out;
         if (at < 0 || at >= n) goto no;
-        PyArrayObject *mine = (PyArrayObject *)PyList_GET_ITEM(PyTuple_GET_ITEM(lay, 6), at);
+        PyArrayObject *mine = (PyArrayObject *)PyList_GET_ITEM(LAY(lay, L_ARRAYS), at);
         if (PyArray_NDIM(mine) != PyArray_NDIM(arr) ||
             !PyArray_CompareLists(PyArray_DIMS(mine), PyArray_DIMS(arr), PyArray_NDIM(arr)))
             goto no;
     }
-    long long start = PyLong_AsLongLong(PyTuple_GET_ITEM(lay, 2));
-    long long end = PyLong_AsLongLong(PyTuple_GET_ITEM(lay, 3));
+    long long start = PyLong_AsLongLong(LAY(lay, L_START));
+    long long end = PyLong_AsLongLong(LAY(lay, L_END));
     long long lo = (long long)(intptr_t)PyArray_DATA(arr), hi = lo + PyArray_NBYTES(arr);
-    int end_to_end = PyTuple_GET_ITEM(lay, 7) == Py_True;
+    int end_to_end = LAY(lay, L_END_TO_END) == Py_True;
     if (hi > lo && lo < end && start < hi) { /* (their spans meet: do they share memory?) */
-        if (end_to_end || !pieces_apart(PyTuple_GET_ITEM(lay, 6), lo, hi)) goto no;
+        if (end_to_end || !pieces_apart(LAY(lay, L_ARRAYS), lo, hi)) goto no;
     }
     /* where the list lies: where it starts, end to end; else each tensor's address */
-    PyObject *at = end_to_end ? Py_NewRef(PyTuple_GET_ITEM(lay, 2))
-                              : PyList_AsTuple(PyTuple_GET_ITEM(lay, 5));
+    PyObject *at = end_to_end ? Py_NewRef(LAY(lay, L_START))
+                              : PyList_AsTuple(LAY(lay, L_ADDRESSES));
     PyObject *keep = at == NULL ? NULL : PyTuple_Pack(2, tensor, tensors);
     if (keep == NULL) {
         Py_XDECREF(at);
@@ -2541,11 +2566,11 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     if (outl == Py_None) goto no;
     if ((inl = layout_of(ins, 0, quickers, INT_MAX)) == NULL) goto out;
     if (inl == Py_None) goto no;
-    PyArray_Descr *d = (PyArray_Descr *)PyTuple_GET_ITEM(outl, 1);
-    PyArray_Descr *e = (PyArray_Descr *)PyTuple_GET_ITEM(inl, 1);
+    PyArray_Descr *d = (PyArray_Descr *)LAY(outl, L_DTYPE);
+    PyArray_Descr *e = (PyArray_Descr *)LAY(inl, L_DTYPE);
     if (d != e && !PyArray_EquivTypes(d, e)) goto no;
     if ((rank = group_get(group, G_RANK)) == NULL) goto out;
-    PyObject *scounts = PyTuple_GET_ITEM(inl, 4), *rcounts = PyTuple_GET_ITEM(outl, 4);
+    PyObject *scounts = LAY(inl, L_COUNTS), *rcounts = LAY(outl, L_COUNTS);
     if ((key = PyTuple_New(4 + 2 * n)) == NULL) goto out;
     PyTuple_SET_ITEM(key, 0, Py_NewRef((PyObject *)d));
     PyTuple_SET_ITEM(key, 1, Py_NewRef(sizeobj));
@@ -2561,11 +2586,11 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         goto no;
     }
     Py_INCREF(hit);
-    int radj = PyTuple_GET_ITEM(outl, 7) == Py_True, sadj = PyTuple_GET_ITEM(inl, 7) == Py_True;
-    long long rlo = PyLong_AsLongLong(PyTuple_GET_ITEM(outl, 2));
-    long long rhi = PyLong_AsLongLong(PyTuple_GET_ITEM(outl, 3));
-    long long slo = PyLong_AsLongLong(PyTuple_GET_ITEM(inl, 2));
-    long long shi = PyLong_AsLongLong(PyTuple_GET_ITEM(inl, 3));
+    int radj = LAY(outl, L_END_TO_END) == Py_True, sadj = LAY(inl, L_END_TO_END) == Py_True;
+    long long rlo = PyLong_AsLongLong(LAY(outl, L_START));
+    long long rhi = PyLong_AsLongLong(LAY(outl, L_END));
+    long long slo = PyLong_AsLongLong(LAY(inl, L_START));
+    long long shi = PyLong_AsLongLong(LAY(inl, L_END));
     if (PyErr_Occurred()) goto out;
     /* (spans that meet: where both lie end to end, they share memory; else asked tensor
      * by tensor, where the call is messages: a few ranks) */
@@ -2577,7 +2602,7 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         (method == str_direct || PyUnicode_Compare(method, str_direct) == 0);
     if (PyErr_Occurred()) goto out;
     if (!apart && direct) {
-        PyObject *souts = PyTuple_GET_ITEM(inl, 6), *routs = PyTuple_GET_ITEM(outl, 6);
+        PyObject *souts = LAY(inl, L_ARRAYS), *routs = LAY(outl, L_ARRAYS);
         apart = 1;
         for (Py_ssize_t i = 0; apart && i < PyList_GET_SIZE(routs); i++) {
             PyArrayObject *x = (PyArrayObject *)PyList_GET_ITEM(routs, i);
@@ -2586,10 +2611,10 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         }
     }
     if (apart && direct) { /* (where each list lies: its start, or its tensors' addresses) */
-        PyObject *s_at = sadj ? Py_NewRef(PyTuple_GET_ITEM(inl, 2))
-                              : PyList_AsTuple(PyTuple_GET_ITEM(inl, 5));
-        PyObject *r_at = s_at == NULL ? NULL : radj ? Py_NewRef(PyTuple_GET_ITEM(outl, 2))
-                                                    : PyList_AsTuple(PyTuple_GET_ITEM(outl, 5));
+        PyObject *s_at = sadj ? Py_NewRef(LAY(inl, L_START))
+                              : PyList_AsTuple(LAY(inl, L_ADDRESSES));
+        PyObject *r_at = s_at == NULL ? NULL : radj ? Py_NewRef(LAY(outl, L_START))
+                                                    : PyList_AsTuple(LAY(outl, L_ADDRESSES));
         PyObject *keep = r_at == NULL ? NULL : PyTuple_Pack(2, outs, ins);
         if (keep != NULL)
             result = kept_messages(op, group, hit, s_at, r_at, spin, keep, left);
@@ -2830,7 +2855,8 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     if (import_mpi4py() < 0) return NULL;
     import_array1(NULL);
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&PlanCacheType) < 0 ||
-        PyType_Ready(&IdsType) < 0 || PyType_Ready(&QuickerType) < 0)
+        PyType_Ready(&IdsType) < 0 || PyType_Ready(&QuickerType) < 0 ||
+        (LayoutType.tp_name == NULL && PyStructSequence_InitType2(&LayoutType, &layout_desc) < 0))
         return NULL;
     if ((no_args = PyTuple_New(0)) == NULL) return NULL;
     PyObject **names[] = {&str_missed, &str_seq, &str_size, &str_kept, &str_direct,
@@ -2854,7 +2880,8 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     }
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
         PyModule_AddObjectRef(m, "PlanCache", (PyObject *)&PlanCacheType) < 0 ||
-        PyModule_AddObjectRef(m, "Quicker", (PyObject *)&QuickerType) < 0) {
+        PyModule_AddObjectRef(m, "Quicker", (PyObject *)&QuickerType) < 0 ||
+        PyModule_AddObjectRef(m, "Layout", (PyObject *)&LayoutType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

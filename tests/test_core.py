@@ -489,10 +489,13 @@ def test_the_core_s_list_layout_is_the_python_one(case):
         assert theirs is None
         return
     assert theirs is not None
-    *head, arrays, adjacent = theirs
-    assert tuple(head) == mine[:6] and adjacent == mine[7]
-    assert [a.__array_interface__["data"][0] for a in arrays] == \
-        [a.__array_interface__["data"][0] for a in mine[6]]
+    # the same named fields, in the same order (Python reads them by name, C by index)
+    assert type(theirs).__match_args__ == _layout.Layout._fields == type(mine)._fields
+    for field in _layout.Layout._fields:
+        if field != "arrays":
+            assert getattr(theirs, field) == getattr(mine, field), field
+    assert [a.__array_interface__["data"][0] for a in theirs.arrays] == \
+        [a.__array_interface__["data"][0] for a in mine.arrays]
     # (the span's limit: a list past `most` elements is not the quick path's)
     assert core.layout(xs, writable, QUICKERS, 0) is None
 

@@ -191,10 +191,10 @@ def quick_listed(op: str, group: Any, tensor: Any, tensors: Any, how: int,
     writes = bool(how & WRITES_LIST)
     lay = layout(tensors, group._size, writes)
     a = quick_array(tensor, not writes) if lay is not None else None
-    if a is None or a.dtype != lay[1]:
+    if a is None or a.dtype != lay.dtype:
         return False
-    hit = table.get((a.dtype, a.size, *head, *lay[4]))
-    if hit is None or (how & SAME_SHAPE and lay[6][head[0]].shape != a.shape):
+    hit = table.get((a.dtype, a.size, *head, *lay.counts))
+    if hit is None or (how & SAME_SHAPE and lay.arrays[head[0]].shape != a.shape):
         return False
     return hit, a, lay
 

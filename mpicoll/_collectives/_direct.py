@@ -35,6 +35,7 @@ from .._process_group import direct_ranks
 from .._recorder import kept as recorded
 from .._recorder import recording
 from .._work import Work
+from ._layout import Layout
 from ._messages import Direct, Fold, free, issue, issue_plan, settle_core
 from ._own_block import own_block_copy
 from ._pack import displs
@@ -191,11 +192,11 @@ def _part(x: Any) -> Any:
     return x if type(x) is int or type(x) is tuple else _buffer(x).address
 
 
-def where(lay: tuple) -> int | tuple[int, ...]:
+def where(lay: Layout) -> int | tuple[int, ...]:
     """Where a list of tensors lies (its :func:`._layout.layout`), for :func:`plan_key`:
     where it starts, where its tensors lie end to end (their sizes are the quick
     entry's); else each tensor's address (-1: empty)."""
-    return lay[2] if lay[7] else tuple(lay[5])
+    return lay.start if lay.end_to_end else tuple(lay.addresses)
 
 
 def new_plan(core: Any, hit: Any, reqs: list[Any], sts: list[Any], d: Direct, dt: Any,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 from threading import get_ident as _ident
-from typing import Any
+from typing import Any, NamedTuple
 
 from numpy import concatenate as _concatenate
 from numpy import empty as _empty
@@ -28,23 +28,31 @@ _fromaddress = MPI.buffer.fromaddress
 _SEQUENCES = (list, tuple)
 
 
-# A list's memory for MPI, made once per call, as a plain tuple (the per-call path):
-# (whether it is read only, dtype, start address, end address, counts in elements,
-#  addresses (-1 where empty), the tensors' numpy views, whether they lie end to end in
-#  list order, as ``x.chunk(n)`` gives: one buffer that needs no displacements)
-Layout = tuple
+class Layout(NamedTuple):
+    """A list's memory for MPI, made once per call. The compiled core makes its own, the
+    same fields in the same order (``mpicoll.Layout``, a struct sequence that it reads by
+    index): this one is made where the core is not in use."""
+
+    read_only: bool
+    dtype: Any  # the tensors' numpy dtype
+    start: int  # the lowest address of a tensor's memory
+    end: int  # the highest address past a tensor's memory
+    counts: list[int]  # each tensor's number of elements
+    addresses: list[int]  # each tensor's address, -1 where it is empty
+    arrays: list[Any]  # each tensor's numpy array
+    end_to_end: bool  # in list order, as x.chunk(n) gives: one buffer, no displacements
 
 
 def area(lay: Layout) -> Any:
     """The list's memory as one buffer, from the lowest address to the highest, owning
     none (made where used: a call whose messages are kept needs none)."""
-    return _fromaddress(lay[2], lay[3] - lay[2], lay[0])
+    return _fromaddress(lay.start, lay.end - lay.start, lay.read_only)
 
 
 def displs(lay: Layout) -> list[int]:
     """Each tensor's displacement from the lowest address, in elements."""
-    start, size = lay[2], lay[1].itemsize
-    return [(a - start) // size if a >= 0 else 0 for a in lay[5]]
+    start, size = lay.start, lay.dtype.itemsize
+    return [(a - start) // size if a >= 0 else 0 for a in lay.addresses]
 
 
 def apart(lay: Layout, a: Any) -> bool:
@@ -53,23 +61,24 @@ def apart(lay: Layout, a: Any) -> bool:
         return True
     lo = _address(a).address
     hi = lo + a.nbytes
-    if hi <= lay[2] or lay[3] <= lo:
+    if hi <= lay.start or lay.end <= lo:
         return True
-    return all(hi <= b or b + x.nbytes <= lo for b, x in zip(lay[5], lay[6], strict=True)
+    return all(hi <= b or b + x.nbytes <= lo for b, x in zip(lay.addresses, lay.arrays, strict=True)
                if b >= 0)
 
 
 def lists_apart(lay: Layout, other: Layout) -> bool:
     """Whether no tensor of one list shares memory with one of the other (answers for
     lists whose spans meet are kept: addresses and sizes decide it)."""
-    if lay[3] <= other[2] or other[3] <= lay[2]:
+    if lay.end <= other.start or other.end <= lay.start:
         return True
-    key = (lay[1].itemsize, *lay[4], *lay[5], None, *other[4], *other[5])
+    key = (lay.dtype.itemsize, *lay.counts, *lay.addresses, None, *other.counts,
+           *other.addresses)
     found = _APART.get(key)
     if found is None:
         if len(_APART) >= _APART_MAX:
             _APART.clear()
-        found = _APART[key] = all(apart(other, a) for a in lay[6])
+        found = _APART[key] = all(apart(other, a) for a in lay.arrays)
     return found
 
 
@@ -153,7 +162,7 @@ def layout_here(xs: Any, writable: bool) -> Layout | None:
         if writable and not ascending and not (
                 owning and len(set(addrs)) == len(addrs)) and not _disjoint(counts, addrs, size):
             return None
-    return not writable, dtype, start, end, counts, addrs, arrays, adjacent
+    return Layout(not writable, dtype, start, end, counts, addrs, arrays, adjacent)
 
 
 def _disjoint(counts: list[int], addrs: list[int], size: int) -> bool:
@@ -171,12 +180,12 @@ def pack(lay: Layout) -> tuple[Any, tuple[int, Any, int]]:
     """The list's data packed into one flat buffer (one copy), and the key under which
     :func:`keep` keeps that buffer for this thread's next call of that size. A call that
     fails or is interrupted does not keep it: MPI may still use it (a pending Work's)."""
-    total = sum(lay[4])
-    key = (_ident(), lay[1], total)
+    total = sum(lay.counts)
+    key = (_ident(), lay.dtype, total)
     stage = _STAGES.pop(key, None)
     if stage is None:
-        stage = _empty(total, lay[1])
-    _concatenate(lay[6], axis=None, out=stage)
+        stage = _empty(total, lay.dtype)
+    _concatenate(lay.arrays, axis=None, out=stage)
     return stage, key
 
 

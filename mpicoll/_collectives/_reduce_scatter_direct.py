@@ -114,7 +114,7 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
     if entry is None:
         me, n, c = group._rank, group._size, r.size
         if lay is not None:
-            s, sd = area(lay), sd if lay[7] else displs(lay)
+            s, sd = area(lay), sd if lay.end_to_end else displs(lay)
         sbuf, rbuf = _direct.span(s, True), _fromaddress(ra, r.nbytes)
         scratch = np.empty(n * c, r.dtype)
         own = np.frombuffer(sbuf, r.dtype)[sd[me]:sd[me] + c]

@@ -93,11 +93,11 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
     core = _core_loader.module
     dt = hit[0] if lay is None else hit[1]
     copy = None if lay is None or not a.size else \
-        flat_copy(lay[6][root], a) if gathering else flat_copy(a, lay[6][root])
+        flat_copy(lay.arrays[root], a) if gathering else flat_copy(a, lay.arrays[root])
     key = plan_key(hit, a, None if lay is None else where(lay))
     entry = take(pg, key, hit)
     if entry is None:
-        counts = None if lay is None else list(lay[4])
+        counts = None if lay is None else list(lay.counts)
         d = plan(pg, root, gathering, a.size, counts,
                  rooted_sizes(op, pg, root, gathering, a.size, counts), signature(op, a.dtype))
         # (over the memory's address ranges, owning none: whatever array lies there now,
@@ -105,7 +105,7 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
         mine = span(a, gathering)
         area = None if lay is None else _area(lay)
         bufs = _rooted_bufs(d, gathering, mine, dt, area,
-                            None if lay is None else hit[0][1] if lay[7] else _displs(lay))
+                            None if lay is None else hit[0][1] if lay.end_to_end else _displs(lay))
         args = _rooted_args(gathering, _frombuffer(mine, a.dtype), dt, area, hit, root) \
             if lay is not None else \
             ((_frombuffer(mine, a.dtype), dt), None, root) if gathering else \
@@ -118,7 +118,7 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
         if core is not None:  # (its next calls run there: run_kept)
-            slot = None if copy is None else _fromaddress(lay[5][root], a.nbytes,
+            slot = None if copy is None else _fromaddress(lay.addresses[root], a.nbytes,
                                                           not gathering)
             entry = new_plan(core, hit, reqs, sts, d, dt, None if copy is None else
                              (slot, mine) if gathering else (mine, slot), args)

@@ -62,10 +62,10 @@ def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, te
             q = None
         else:
             q = layout(tensors, pg._size, gathering)
-            if q is None or q[1] != a.dtype:
+            if q is None or q.dtype != a.dtype:
                 return False
             hit = (_QUICK_GATHER if gathering else _QUICK_SCATTER).get(
-                (a.dtype, a.size, root, *q[4]))
+                (a.dtype, a.size, root, *q.counts))
         if hit is None:
             return False
     # (found, and no Plan kept or run: the call made here, as direct messages or MPI's
@@ -79,7 +79,7 @@ def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, te
     else:
         # adjacent views, or separate tensors where the messages are direct (each to or
         # from its own tensor's memory), of sizes the general path validated
-        if not (q[7] or direct) or not apart(q, a):
+        if not (q.end_to_end or direct) or not apart(q, a):
             return False
         if direct:  # (kept by the Work an interrupt leaves: a may own none)
             _rooted_direct.quick(name, pg, root, gathering, a, hit, q, (tensor, tuple(tensors)))
@@ -87,7 +87,7 @@ def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, te
         mine, theirs = (a, hit[1]), (area(q), *hit)
     args = (mine, theirs, root) if gathering else (theirs, mine, root)
     sizes = rooted_sizes(name, pg, root, gathering, a.size,
-                         None if theirs is None else q[4], a.dtype)
+                         None if theirs is None else q.counts, a.dtype)
     if gathering:
         quick(name, pg, "Igatherv", args, sizes)
     else:

@@ -29,7 +29,7 @@ from ._call import (
 )
 from ._choices import gather_by_alltoallv
 from ._large import INT_MAX
-from ._layout import apart, area, displs
+from ._layout import Layout, apart, area, displs
 from ._own_block import own_copy, then
 from ._sizes import agreed
 from ._table import Table
@@ -214,13 +214,13 @@ def _all_gather(name: str, pg: Any, tensor_list: Any, tensor: Any,
 
 
 def _listed(name: str, pg: Any, tensor: Any, tensor_list: Any, hit: tuple, a: Any,
-            out: tuple) -> bool:
+            out: Layout) -> bool:
     """all_gather's quick call of entry ``hit`` from the array ``a`` into the list of
     layout ``out``, whose kept Plan (if any) the core did not run: made here. False: the
     general path's (the tensor and the list share memory)."""
     if not apart(out, a):
         return False
-    _, _, _, _, counts, _, _, adjacent = out
+    adjacent = out.end_to_end
     method, rc, dt, sc, own, sizes = hit
     if method == "direct":  # (rc: the displacements; sizes: the Direct)
         d, me = sizes, pg._rank
@@ -230,7 +230,7 @@ def _listed(name: str, pg: Any, tensor: Any, tensor_list: Any, hit: tuple, a: An
         _direct.started(name, pg, d,
                         lambda: _direct.over(d, _direct.span(a, True), d.zeros, area(out),
                                              rc if adjacent else displs(out), dt),
-                        (out[6][me], Ellipsis, a) if a.size else None,
+                        (out.arrays[me], Ellipsis, a) if a.size else None,
                         keep=(tuple(tensor_list), tensor), hit=hit,
                         key=_direct.plan_key(hit, a, _direct.where(out)), depth=5)
         return True
@@ -242,9 +242,9 @@ def _listed(name: str, pg: Any, tensor: Any, tensor_list: Any, hit: tuple, a: An
             quick(name, pg, method, args, sizes, 4)
         else:
             quick_then_copy(name, pg, method, args,
-                            (out[6][pg._rank].reshape(-1), a.reshape(-1)), sizes, 4)
+                            (out.arrays[pg._rank].reshape(-1), a.reshape(-1)), sizes, 4)
         return True
-    recv = [buf, rc, dt] if adjacent else [buf, (counts, displs(out)), dt]
+    recv = [buf, rc, dt] if adjacent else [buf, (out.counts, displs(out)), dt]
     quick(name, pg, method if adjacent else "Iallgatherv", ([a, a.size, dt], recv), sizes,
           4)
     return True

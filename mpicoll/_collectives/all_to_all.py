@@ -16,7 +16,7 @@ from .._work import Work
 from . import _direct, _pack, _validate
 from ._call import exchange_key, issue, quick, quick_allowed, quick_exchange, quick_then_copy
 from ._large import INT_MAX
-from ._layout import area, displs, layout, lists_apart
+from ._layout import Layout, area, displs, layout, lists_apart
 from ._own_block import alltoallv_args, own_block_copy, own_blocks, own_copy, then
 from ._signature import signature
 from ._sizes import exchange as exchange_sizes
@@ -200,36 +200,35 @@ def _quick_lists(name: str, pg: Any, output_tensor_list: Any,
         n = pg._size
         outl = layout(output_tensor_list, n, True)
         inl = layout(input_tensor_list, n, False) if outl is not None else None
-        if inl is None or outl[1] != inl[1]:
+        if inl is None or outl.dtype != inl.dtype:
             return False
-        hit = _QUICK_LISTS.get((outl[1], n, pg._rank, *inl[4], None, *outl[4]))
+        hit = _QUICK_LISTS.get((outl.dtype, n, pg._rank, *inl.counts, None, *outl.counts))
         if hit is None:
             return False
-    _, dtype, rlo, rhi, _, _, routs, radj = outl
-    _, _, slo, shi, _, _, sins, sadj = inl
-    if not (shi <= rlo or rhi <= slo or lists_apart(outl, inl)):
+    if not lists_apart(outl, inl):
         return False
     method, sc, rc, dt, own, sizes = hit
     if method == "direct":  # (sc: the displacements of adjacent lists)
         # (no Plan kept, or one the core did not run: the messages kept by where the
         # lists lie, made with their arguments where the group keeps none there; the
         # lists kept alive by the Work an interrupt leaves)
-        me, d, both = pg._rank, sizes, sadj and radj
+        me, d, both = pg._rank, sizes, inl.end_to_end and outl.end_to_end
         _direct.started(
             name, pg, d, partial(_over_lists, d, inl, outl, sc if both else None, dt),
-            _own_tensors(routs[me], sins[me]) if d.counts[0][me] else None,
+            _own_tensors(outl.arrays[me], inl.arrays[me]) if d.counts[0][me] else None,
             keep=(tuple(output_tensor_list), tuple(input_tensor_list)), hit=hit,
             key=_direct.plan_key(hit, _direct.where(inl), _direct.where(outl)), depth=5)
         return True
     sbuf, rbuf = area(inl), area(outl)
-    if sadj and radj:
+    if inl.end_to_end and outl.end_to_end:
         args = ([sbuf, sc, dt], [rbuf, rc, dt])
         copy = None if own is None else own_blocks(
-            np.frombuffer(sbuf, dtype), np.frombuffer(rbuf, dtype), own)
+            np.frombuffer(sbuf, inl.dtype), np.frombuffer(rbuf, inl.dtype), own)
     else:  # (sc, rc: the counts, this rank's own zeroed where copied locally)
         args = ([sbuf, (sc[0], displs(inl)), dt], [rbuf, (rc[0], displs(outl)), dt])
         me = pg._rank
-        copy = None if own is None else (routs[me].reshape(-1), sins[me].reshape(-1))
+        copy = None if own is None else (outl.arrays[me].reshape(-1),
+                                         inl.arrays[me].reshape(-1))
     if copy is None:
         quick(name, pg, "Ialltoallv", args, sizes, 4)
     else:
@@ -282,7 +281,7 @@ def _all_to_all(name: str, pg: Any, output_tensor_list: Any, input_tensor_list: 
                  list(output_tensor_list), keep=(ins, outs), sig=sig, sizes=sizes)
 
 
-def _over_lists(d: Any, inl: tuple, outl: tuple, displacements: Any, dt: Any) -> tuple:
+def _over_lists(d: Any, inl: Layout, outl: Layout, displacements: Any, dt: Any) -> tuple:
     """:func:`._direct.over` of the lists of layouts ``inl`` and ``outl``: their areas, at
     ``displacements`` (the quick entry's, where both lie end to end) or each tensor's."""
     return _direct.over(d, area(inl), displs(inl) if displacements is None

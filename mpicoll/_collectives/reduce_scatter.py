@@ -185,7 +185,7 @@ def _listed(name: str, pg: Any, output: Any, input_list: Any, hit: tuple, a: Any
         _rsd.exchanged(name, pg, hit, None, a, (output, tuple(input_list)), 5, inl)
         return True
     method, counts, dt, mpi_op, sizes = hit
-    if inl[7]:  # adjacent
+    if inl.end_to_end:
         send = area(inl)
         args = ([send, counts, dt], [a, counts, dt], mpi_op) if type(counts) \
             is int else ([send, dt], [a, dt], counts, mpi_op)
