@@ -17,6 +17,7 @@ from .._mpi import MPI
 from .._work import Work
 from . import _direct, _pack
 from ._call import exchange_key
+from ._entries import Messages
 from ._large import INT_MAX
 from ._own_block import own_block_copy
 from ._signature import signature
@@ -43,8 +44,8 @@ def into_tensor(pg: Any, src: Any, dst: Any, output: Any, count: int, dt: Any,
             src.detach_input()
             send = src.array
     if src.dtype in PLAIN and rarr.size <= INT_MAX:  # (apart, as the quick path's calls)
-        table[exchange_key(rarr, send, pg, me)] = ("direct", (d.zeros, rd), None, dt, None,
-                                                    flat, d)
+        table[exchange_key(rarr, send, pg, me)] = Messages("direct", (d.zeros, rd), dt, flat,
+                                                            d)
     return _direct.issue(name, pg, d, ([send, (d.counts[0], d.zeros), dt],
                                        [rarr, (d.counts[1], rd), dt]),
                          (send, d.zeros, rarr, rd, dt), None if own is None else
@@ -67,7 +68,7 @@ def listed(pg: Any, src: Any, sendspec: Any, recv: Any, staged: bool, counts: li
     dt, rd = mpi_datatype(recv.dtype), _pack.displs(counts)
     send = recv[rd[me]:rd[me] + c] if sendspec is MPI.IN_PLACE else sendspec[0]
     if src.dtype in PLAIN:
-        table[(recv.dtype, c, me, *counts)] = ("direct", rd, dt, None, None, d)
+        table[(recv.dtype, c, me, *counts)] = Messages("direct", rd, dt, None, d)
     return _direct.issue(name, pg, d, ([send, (d.counts[0], d.zeros), dt],
                                        [recv, (d.counts[1], rd), dt]),
                          (send, d.zeros, recv, rd, dt),

@@ -20,6 +20,7 @@ from .._recorder import done, issued, waiting
 from .._wait import wait_requests
 from .._work import Work
 from . import _direct, _large, _reduce_scatter_direct
+from ._entries import Exchange, Messages, Reduced
 from ._layout import layout
 from ._own_block import own_blocks
 from ._sizes import Sizes
@@ -206,11 +207,8 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     (``output`` writable), do not overlap (an overlap needs the general path's copy),
     and ``table`` holds what the general path validated for their dtypes and shapes, the
     group's size and ``extra`` (the ReduceOp, the split sizes), make the call it stored
-    (nonblocking method, send count, receive count, MPI datatype, MPI op or None, this
-    rank's own block to copy locally or None, the counts' :class:`Sizes` or None) with
-    :func:`quick`. The MPI op comes as the arguments that follow the buffers: ``(op,)``,
-    or ``(counts, op)`` for ``Ireduce_scatter``. True when done; False: take the general
-    path."""
+    (an :class:`._entries.Exchange`, or direct messages) with :func:`exchanged`. True
+    when done; False: take the general path."""
     s_ = _env._settings
     if s_ is None or s_.check or _pending:  # (pending Works: as_buffer orders the call)
         return False
@@ -225,8 +223,9 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
         if len(found) == 3:  # (an entry the core does not make: the call is made here)
             exchanged(op, group, *found, (output, input))
         elif len(found) == 4:  # (the MPI collective raised)
-            (_, sc, rc, dt, mpi_op, _, _), s, r, e = found
-            raise mpi_error(op, e, ((s, sc, dt), (r, rc, dt), *(mpi_op or ()))) from e
+            hit, s, r, e = found
+            raise mpi_error(op, e, ((s, hit.send, hit.datatype), (r, hit.recv, hit.datatype),
+                                    *(hit.after or ()))) from e
         else:  # (the Plan's run did not finish: an MPI error, a tag that differs)
             _direct.settled(core, op, group, *found, (output, input))
         return True
@@ -265,17 +264,20 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
     return True
 
 
-def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None) -> None:
+def exchanged(op: str, group: Any, hit: Exchange | Messages | Reduced, s: Any, r: Any,
+              keep: Any = None) -> None:
     """Make the call :func:`quick_exchange`'s ``hit`` stores, from array ``s`` to ``r``
     (C-contiguous, ``r`` writable, apart; the user's frame 5 up from the recorder's).
     ``keep``: the caller's tensors, kept with data MPI still owns (an interrupted wait's
     Work, data abandoned after counts that disagree: ``s``, ``r`` may own nothing)."""
-    method, sc, rc, dt, mpi_op, own, sizes = hit
-    if method == "direct":
+    if hit.method == "direct":
         _direct.exchanged(op, group, hit, s, r, keep)
-    elif method == "reduced":
+        return
+    if hit.method == "reduced":
         _reduce_scatter_direct.exchanged(op, group, hit, s, r, keep)
-    elif own is not None:
+        return
+    method, sc, rc, dt, mpi_op, own, sizes = hit
+    if own is not None:
         quick_then_copy(op, group, method, ((s, sc, dt), (r, rc, dt)), own_blocks(s, r, own),
                         sizes, 5, keep)
     else:

@@ -35,6 +35,7 @@ from .._process_group import direct_ranks
 from .._recorder import kept as recorded
 from .._recorder import recording
 from .._work import Work
+from ._entries import Messages
 from ._layout import Layout
 from ._messages import Direct, Fold, free, issue, issue_plan, settle_core
 from ._own_block import own_block_copy
@@ -90,7 +91,7 @@ def single(pg: Any, src: Any, dst: Any, sarr: Any, rarr: Any, scounts: list[int]
     sd, rd = displs(scounts), displs(rcounts)
     own = (sd[me], rd[me], scounts[me]) if scounts[me] else None
     if quick_key is not None:  # (this rank's own block: where it lies in each, flat)
-        table[quick_key] = ("direct", (sd, rd), None, dt, None, None if own is None else (
+        table[quick_key] = Messages("direct", (sd, rd), dt, None if own is None else (
             slice(own[0], own[0] + own[2]), slice(own[1], own[1] + own[2])), d)
     return issue(name, pg, d, ([sarr, (d.counts[0], sd), dt], [rarr, (d.counts[1], rd), dt]),
                  (sarr, sd, rarr, rd, dt),
@@ -99,11 +100,11 @@ def single(pg: Any, src: Any, dst: Any, sarr: Any, rarr: Any, scounts: list[int]
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts})
 
 
-def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None) -> None:
+def exchanged(op: str, group: Any, hit: Messages, s: Any, r: Any, keep: Any = None) -> None:
     """:func:`._call.exchanged` of an entry :func:`single` stored, from array ``s`` to
     array ``r`` (the user's frame: 6 up from the recorder's): its messages kept by the
     group (:func:`started`), with the copy of this rank's own block made once for them."""
-    _, (sd, rd), _, dt, _, own, d = hit
+    (sd, rd), dt, own, d = hit.displacements, hit.datatype, hit.own, hit.direct
     core = _core_loader.module
     if core is not None and not d.big and not _departed.left and run_kept(
             core, op, group, hit, s, r, keep):

@@ -18,7 +18,8 @@ from .._adapter.dtypes import mpi_datatype
 from .._mpi import MPI
 from .._work import Work
 from . import _direct, _pack, _reduce
-from ._layout import area, displs
+from ._entries import Reduced
+from ._layout import Layout, area, displs
 from ._messages import issue, issue_plan
 from ._own_block import then
 from ._signature import signature
@@ -81,7 +82,7 @@ def general(name: str, pg: Any, op: Any, p: Any, dst: Any, send: Any, counts: li
     sd, rd = _pack.displs(counts), [j * c for j in range(n)]
     how = ufunc_of(p.mpi_op)
     if store is not None:
-        store[0][store[1]] = ("reduced", (sd, rd), p.mpi_op, dt, how, None, d)
+        store[0][store[1]] = Reduced("reduced", (sd, rd), p.mpi_op, dt, how, d)
     scratch = np.empty(n * c, recv.dtype)
     fin = then(partial(combine, how, dt, n, me, send.reshape(-1)[sd[me]:sd[me] + c],
                        recv, scratch),
@@ -93,8 +94,8 @@ def general(name: str, pg: Any, op: Any, p: Any, dst: Any, send: Any, counts: li
                                   "reduce_op": op_name(op)}, depth=4)
 
 
-def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
-              depth: int = 6, lay: tuple | None = None) -> None:
+def exchanged(op: str, group: Any, hit: Reduced, s: Any, r: Any, keep: Any = None,
+              depth: int = 6, lay: Layout | None = None) -> None:
     """A blocking call of a quick entry ``hit`` (:func:`general`'s) from ``s`` (the chunks'
     array; or None, and ``lay``, the layout of a list of them) into the array ``r``, its
     messages kept by the group (:func:`._direct.take`) by the entry and where ``s`` (each
@@ -102,7 +103,7 @@ def exchanged(op: str, group: Any, hit: tuple, s: Any, r: Any, keep: Any = None,
     scratch array the peers' chunks arrive in, and holds the reduction made once for
     them and the call's arguments, over the memory's address ranges (owning none:
     whatever array lies there now, the key fixes its size and layout)."""
-    _, (sd, rd), mpi_op, dt, how, _, d = hit
+    _, (sd, rd), mpi_op, dt, how, d = hit
     core = _core_loader.module
     first = s if lay is None else _direct.where(lay)
     if core is not None and not _departed.left and _direct.run_kept(

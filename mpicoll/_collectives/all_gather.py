@@ -28,6 +28,7 @@ from ._call import (
     quick_then_copy,
 )
 from ._choices import gather_by_alltoallv
+from ._entries import Exchange, Listed, Messages
 from ._large import INT_MAX
 from ._layout import Layout, apart, area, displs
 from ._own_block import own_copy, then
@@ -75,8 +76,8 @@ def _into_tensor(name: str, pg: Any, output_tensor: Any, input_tensor: Any,
     by_a2a = _by_alltoallv(pg.my_rank, count, [count] * n, rarr.nbytes)
     if src.dtype in PLAIN and rarr.size <= INT_MAX:
         _QUICK[exchange_key(rarr, src.array, pg, pg.my_rank)] = \
-            ("Iallgather", count, count, dt, None, None, sizes) if by_a2a is None else \
-            ("Ialltoallv", by_a2a[0], by_a2a[1], dt, None, by_a2a[2], sizes)
+            Exchange("Iallgather", count, count, dt, None, None, sizes) if by_a2a is None \
+            else Exchange("Ialltoallv", by_a2a[0], by_a2a[1], dt, None, by_a2a[2], sizes)
     sendspec: Any = [src.array, count, dt]
     if count and np.may_share_memory(src.view, dst.view):
         mine = rarr.reshape(-1)[pg.my_rank * count:(pg.my_rank + 1) * count]
@@ -113,13 +114,11 @@ def _by_alltoallv(me: int, count: int, counts: list[int],
 
 
 # quick_exchange's table for all_gather_into_tensor: the calls the general path validated
-_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any, Any]] = Table()
+_QUICK: dict[tuple, Exchange | Messages] = Table()
 
-# all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) ->
-# (nonblocking method, receive counts (with displacements for Iallgatherv and
-# Ialltoallv), MPI datatype, send counts with displacements for Ialltoallv else None,
-# this rank's own block to copy locally or None: _by_alltoallv, the counts' Sizes or None)
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any, Any]] = Table()
+# all_gather's quick path: (dtype, size of tensor, group rank, sizes of the list) -> its
+# call (as Ialltoallv where _by_alltoallv says so)
+_QUICK_LISTS: dict[tuple, Listed | Messages] = Table()
 
 all_gather_single = all_gather_into_tensor
 
@@ -193,8 +192,9 @@ def _all_gather(name: str, pg: Any, tensor_list: Any, tensor: Any,
         method, recvspec = "Allgatherv", [recv, (counts, _pack.displs(counts)), dt]
     if src.dtype in PLAIN:
         _QUICK_LISTS[(recv.dtype, src.numel, pg.my_rank, *counts)] = (
-            ("I" + method[0].lower() + method[1:], recvspec[1], dt, None, None, sizes)
-            if by_a2a is None else ("Ialltoallv", by_a2a[1], dt, by_a2a[0], by_a2a[2], sizes))
+            Listed("I" + method[0].lower() + method[1:], None, recvspec[1], dt, None, sizes)
+            if by_a2a is None else Listed("Ialltoallv", by_a2a[0], by_a2a[1], dt, by_a2a[2],
+                                          sizes))
     own = None
     if by_a2a is not None:  # the same call on every rank, in place or not (a send block
         # may not lie in the receive buffer: in place, it is sent from a copy)
@@ -213,27 +213,28 @@ def _all_gather(name: str, pg: Any, tensor_list: Any, tensor: Any,
                  sizes=sizes)
 
 
-def _listed(name: str, pg: Any, tensor: Any, tensor_list: Any, hit: tuple, a: Any,
-            out: Layout) -> bool:
+def _listed(name: str, pg: Any, tensor: Any, tensor_list: Any, hit: Listed | Messages,
+            a: Any, out: Layout) -> bool:
     """all_gather's quick call of entry ``hit`` from the array ``a`` into the list of
     layout ``out``, whose kept Plan (if any) the core did not run: made here. False: the
     general path's (the tensor and the list share memory)."""
     if not apart(out, a):
         return False
     adjacent = out.end_to_end
-    method, rc, dt, sc, own, sizes = hit
-    if method == "direct":  # (rc: the displacements; sizes: the Direct)
-        d, me = sizes, pg._rank
+    if hit.method == "direct":
+        d, me, dt = hit.direct, pg._rank, hit.datatype
+        rd = hit.displacements if adjacent else displs(out)
         # (the messages kept by where the tensor and the list lie, made with their
         # arguments where the group keeps none there; the list kept alive by the Work an
         # interrupt leaves)
         _direct.started(name, pg, d,
                         lambda: _direct.over(d, _direct.span(a, True), d.zeros, area(out),
-                                             rc if adjacent else displs(out), dt),
+                                             rd, dt),
                         (out.arrays[me], Ellipsis, a) if a.size else None,
                         keep=(tuple(tensor_list), tensor), hit=hit,
                         key=_direct.plan_key(hit, a, _direct.where(out)), depth=5)
         return True
+    method, sc, rc, dt, own, sizes = hit
     buf = area(out)
     if sc is not None:  # as Alltoallv (_by_alltoallv)
         recv = [buf, rc if adjacent else (rc[0], displs(out)), dt]

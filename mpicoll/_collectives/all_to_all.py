@@ -15,6 +15,7 @@ from .._process_group import _State, resolve
 from .._work import Work
 from . import _direct, _pack, _validate
 from ._call import exchange_key, issue, quick, quick_allowed, quick_exchange, quick_then_copy
+from ._entries import Exchange, Listed, Messages
 from ._large import INT_MAX
 from ._layout import Layout, area, displs, layout, lists_apart
 from ._own_block import alltoallv_args, own_block_copy, own_blocks, own_copy, then
@@ -94,8 +95,8 @@ def _single(name: str, pg: Any, output: Any, input: Any, output_split_sizes: Any
         sizes = exchange_sizes(name, pg, [sarr.size // n] * n, [rarr.size // n] * n, "output",
                                src.dtype)
         if quick_key is not None:
-            _QUICK[quick_key] = ("Ialltoall", sarr.size // n, rarr.size // n, dt, None, None,
-                                 sizes)
+            _QUICK[quick_key] = Exchange("Ialltoall", sarr.size // n, rarr.size // n, dt,
+                                         None, None, sizes)
         return issue(name, pg, "Alltoall", args, dst.commit_hook, async_op, [output],
                      sig=lambda: {"dtype": src.dtype, "send": [sarr.size // n] * n,
                                   "recv": [rarr.size // n] * n}, sizes=sizes)
@@ -104,8 +105,8 @@ def _single(name: str, pg: Any, output: Any, input: Any, output_split_sizes: Any
     args, own = alltoallv_args(pg.my_rank, sarr, scounts, rarr, rcounts, dt)
     if quick_key is not None:  # (copies: the counts may be the caller's lists)
         (sc, sd), (rc, rd) = args[0][1], args[1][1]
-        _QUICK[quick_key] = ("Ialltoallv", (list(sc), sd), (list(rc), rd), dt, None, own,
-                             sizes)
+        _QUICK[quick_key] = Exchange("Ialltoallv", (list(sc), sd), (list(rc), rd), dt, None,
+                                     own, sizes)
     return issue(name, pg, "Alltoallv", args, then(own_copy(sarr, rarr, own),
                                                    dst.commit_hook), async_op, [output],
                  sig=lambda: {"dtype": src.dtype, "send": scounts, "recv": rcounts},
@@ -133,10 +134,8 @@ def _uneven(pg: Any, src: Any, dst: Any, scounts: list[int] | None,
 # split sizes and this rank's place: _splits), filled by the general path once it has
 # validated such a call and needs no step after MPI's but the copy of this rank's own
 # block (_alltoallv_args); all_to_all's: (dtype, group size and rank, sizes of the lists)
-# -> (nonblocking method, send and receive counts with displacements, MPI datatype, own
-# block or None, the counts' Sizes or None)
-_QUICK: dict[tuple, tuple[str, Any, Any, Any, None, Any, Any]] = Table()
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any, Any]] = Table()
+_QUICK: dict[tuple, Exchange | Messages] = Table()
+_QUICK_LISTS: dict[tuple, Listed | Messages] = Table()
 
 
 def _splits(pg: Any, osizes: Any, isizes: Any) -> tuple | bool:
@@ -207,18 +206,19 @@ def _quick_lists(name: str, pg: Any, output_tensor_list: Any,
             return False
     if not lists_apart(outl, inl):
         return False
-    method, sc, rc, dt, own, sizes = hit
-    if method == "direct":  # (sc: the displacements of adjacent lists)
+    if hit.method == "direct":
         # (no Plan kept, or one the core did not run: the messages kept by where the
         # lists lie, made with their arguments where the group keeps none there; the
         # lists kept alive by the Work an interrupt leaves)
-        me, d, both = pg._rank, sizes, inl.end_to_end and outl.end_to_end
+        me, d, both = pg._rank, hit.direct, inl.end_to_end and outl.end_to_end
         _direct.started(
-            name, pg, d, partial(_over_lists, d, inl, outl, sc if both else None, dt),
+            name, pg, d, partial(_over_lists, d, inl, outl,
+                                 hit.displacements if both else None, hit.datatype),
             _own_tensors(outl.arrays[me], inl.arrays[me]) if d.counts[0][me] else None,
             keep=(tuple(output_tensor_list), tuple(input_tensor_list)), hit=hit,
             key=_direct.plan_key(hit, _direct.where(inl), _direct.where(outl)), depth=5)
         return True
+    _, sc, rc, dt, own, sizes = hit
     sbuf, rbuf = area(inl), area(outl)
     if inl.end_to_end and outl.end_to_end:
         args = ([sbuf, sc, dt], [rbuf, rc, dt])
@@ -263,8 +263,8 @@ def _all_to_all(name: str, pg: Any, output_tensor_list: Any, input_tensor_list: 
         d = _direct.plan(pg, scounts, rcounts, sizes, signature(name, send.dtype))
         sd, rd = _pack.displs(scounts), _pack.displs(rcounts)
         if ins[0].dtype in PLAIN:
-            _QUICK_LISTS[(send.dtype, n, me, *scounts, None, *rcounts)] = (
-                "direct", (sd, rd), None, dt, None, d)
+            _QUICK_LISTS[(send.dtype, n, me, *scounts, None, *rcounts)] = Messages(
+                "direct", (sd, rd), dt, None, d)
         return _direct.issue(name, pg, d, ([send, (d.counts[0], sd), dt],
                                            [recv, (d.counts[1], rd), dt]),
                              (send, sd, recv, rd, dt),
@@ -275,7 +275,7 @@ def _all_to_all(name: str, pg: Any, output_tensor_list: Any, input_tensor_list: 
                                mpi_datatype(send.dtype))
     if ins[0].dtype in PLAIN:
         (sc, sd), (rc, rd) = args[0][1], args[1][1]
-        _QUICK_LISTS[(send.dtype, n, pg.my_rank, *scounts, None, *rcounts)] = (
+        _QUICK_LISTS[(send.dtype, n, pg.my_rank, *scounts, None, *rcounts)] = Listed(
             "Ialltoallv", (sc, sd), (rc, rd), args[0][2], own, sizes)
     return issue(name, pg, "Alltoallv", args, then(own_copy(send, recv, own), unpack), async_op,
                  list(output_tensor_list), keep=(ins, outs), sig=sig, sizes=sizes)

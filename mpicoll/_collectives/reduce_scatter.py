@@ -16,8 +16,9 @@ from . import _direct, _pack, _reduce, _validate
 from . import _reduce_scatter_direct as _rsd
 from ._call import LIST_FIRST, exchange_key, issue, quick, quick_exchange, quick_listed
 from ._choices import block_reduce_scatter
+from ._entries import Exchange, Reduced, ReducedList
 from ._large import INT_MAX
-from ._layout import apart, area, keep, pack
+from ._layout import Layout, apart, area, keep, pack
 from ._sizes import agreed
 from ._table import Table
 from .reduce_op import ReduceOp, op_name, plan
@@ -68,10 +69,10 @@ def _tensor(name: str, pg: Any, output: Any, input: Any, op: Any,
         if src.array.size <= INT_MAX:
             dt = mpi_datatype(arr.dtype)
             # (the MPI op, or the counts and the op: what follows the buffers)
-            _QUICK[exchange_key(arr, src.array, pg, (op, pg._rank))] = (
+            _QUICK[exchange_key(arr, src.array, pg, (op, pg._rank))] = Exchange(
                 "Ireduce_scatter_block", arr.size, arr.size, dt, (p.mpi_op,), None, sizes) \
-                if block else ("Ireduce_scatter", src.array.size, arr.size, dt,
-                               ([arr.size] * n, p.mpi_op), None, sizes)
+                if block else Exchange("Ireduce_scatter", src.array.size, arr.size, dt,
+                                       ([arr.size] * n, p.mpi_op), None, sizes)
     if np.may_share_memory(src.view, dst.view):
         src.detach_input()
     send = _reduce.send_side(p, src.array, src.dtype)
@@ -91,14 +92,11 @@ def _tensor(name: str, pg: Any, output: Any, input: Any, op: Any,
 
 # quick_exchange's table for reduce_scatter_tensor (extra: the ReduceOp and the group
 # rank, on which a direct call's messages depend): the calls the general path validated
-_QUICK: dict[tuple, tuple[str, int, int, Any, Any, None, Any]] = Table()
+_QUICK: dict[tuple, Exchange | Reduced] = Table()
 
 # reduce_scatter's quick path: (dtype, size of output, group rank, ReduceOp, sizes of the
-# list) ->
-# (nonblocking method, count (an int for Ireduce_scatter_block, else the counts), MPI
-# datatype, MPI op, the counts' Sizes or None), or on a direct group _rsd.general's entry
-# ("reduced", ...)
-_QUICK_LISTS: dict[tuple, tuple[str, Any, Any, Any, Any]] = Table()
+# list) -> its call (on a direct group, _rsd.general's)
+_QUICK_LISTS: dict[tuple, ReducedList | Reduced] = Table()
 
 reduce_scatter_single = reduce_scatter_tensor
 
@@ -164,7 +162,7 @@ def _reduce_scatter(name: str, pg: Any, output: Any, input_list: Any, op: Any,
     else:
         method, args = "Reduce_scatter", ([send, dt], [recv, dt], counts, p.mpi_op)
     if _reduce.repeatable(op, dst.dtype, p):
-        _QUICK_LISTS[(recv.dtype, dst.numel, pg.my_rank, op, *counts)] = (
+        _QUICK_LISTS[(recv.dtype, dst.numel, pg.my_rank, op, *counts)] = ReducedList(
             "I" + method[0].lower() + method[1:],
             counts[0] if method == "Reduce_scatter_block" else list(counts), dt, p.mpi_op,
             sizes)
@@ -174,14 +172,14 @@ def _reduce_scatter(name: str, pg: Any, output: Any, input_list: Any, op: Any,
                  sizes=sizes)
 
 
-def _listed(name: str, pg: Any, output: Any, input_list: Any, hit: tuple, a: Any,
-            inl: tuple) -> bool:
+def _listed(name: str, pg: Any, output: Any, input_list: Any, hit: ReducedList | Reduced,
+            a: Any, inl: Layout) -> bool:
     """reduce_scatter's quick call of entry ``hit`` from the list of layout ``inl`` into
     the array ``a``, whose kept Plan (if any) the core did not run: made here. False: the
     general path's (the list and the output share memory)."""
     if not apart(inl, a):
         return False
-    if hit[0] == "reduced":  # direct messages (hit: _rsd.general's)
+    if hit.method == "reduced":  # direct messages (_rsd.general's)
         _rsd.exchanged(name, pg, hit, None, a, (output, tuple(input_list)), 5, inl)
         return True
     method, counts, dt, mpi_op, sizes = hit
