@@ -71,3 +71,45 @@ class ReducedList(NamedTuple):
     datatype: Any  # the MPI datatype
     op: Any  # the MPI op
     sizes: Any  # the counts' Sizes, or None
+
+
+class Reduction(NamedTuple):
+    """all_reduce's or reduce's reduction, the same for every tensor of its dtype
+    (``_reduce.QUICK``; the core calls MPI with both fields, read by place, and tells it
+    from a :class:`RootedReduction` by its length)."""
+
+    datatype: Any  # the MPI datatype
+    op: Any  # the MPI op
+
+
+class RootedReduction(NamedTuple):
+    """A reduce to one root as direct messages (``_reduce_direct.QUICK``)."""
+
+    datatype: Any  # the MPI datatype
+    op: Any  # the MPI op
+    root: int  # the root's group rank
+
+
+class Broadcast(NamedTuple):
+    """A broadcast from one root (``_rooted_quick.BROADCASTS``; the core reads both
+    fields by place)."""
+
+    datatype: Any  # the MPI datatype
+    root: int  # the root's group rank
+
+
+class OffRoot(NamedTuple):
+    """A gather's or scatter's call on a rank that is not its root
+    (``_rooted_quick.QUICK_OFF_ROOT``)."""
+
+    datatype: Any  # the MPI datatype
+    root: int  # the root's group rank
+    gathering: bool  # a gather (True) or a scatter
+
+
+class RootList(NamedTuple):
+    """The root's list of a gather or scatter (``_rooted_quick._QUICK_GATHER``,
+    ``_QUICK_SCATTER``)."""
+
+    counts: tuple  # (counts, displacements) over the list packed end to end
+    datatype: Any  # the MPI datatype

@@ -11,12 +11,13 @@ from .._adapter import Buffer
 from .._adapter.dtypes import mpi_datatype, narrow_into, widen
 from .._adapter.views import PLAIN
 from .._mpi import MPI
+from ._entries import Reduction
 from .reduce_op import Plan, ReduceOp
 
-# (numpy dtype, ReduceOp) -> (MPI datatype, MPI op), for the quick paths of all_reduce and
-# reduce: the reductions that need no step after MPI's (no widening, AVG or pre-scaling),
-# stored by their general paths (remember)
-QUICK: dict[tuple[Any, ReduceOp], tuple[Any, Any]] = {}
+# (numpy dtype, ReduceOp) -> its Reduction, for the quick paths of all_reduce and reduce:
+# the reductions that need no step after MPI's (no widening, AVG or pre-scaling), stored
+# by their general paths (remember)
+QUICK: dict[tuple[Any, ReduceOp], Reduction] = {}
 
 
 def repeatable(op: Any, dtype: str, plan: Plan) -> bool:
@@ -30,7 +31,7 @@ def remember(buf: Buffer, op: Any, plan: Plan) -> None:
     """Store in :data:`QUICK` a reduction the general path validated, if the quick path
     can repeat it (:func:`repeatable`)."""
     if repeatable(op, buf.dtype, plan):
-        QUICK[(buf.array.dtype, op)] = (mpi_datatype(buf.array.dtype), plan.mpi_op)
+        QUICK[(buf.array.dtype, op)] = Reduction(mpi_datatype(buf.array.dtype), plan.mpi_op)
 
 
 def send_side(plan: Plan, arr: np.ndarray, dtype: str) -> np.ndarray:

@@ -34,6 +34,7 @@ from .._mpi import MPI
 from .._work import Work
 from . import _direct
 from ._all_reduce_direct import MAX_COUNT
+from ._entries import RootedReduction
 from ._messages import Direct, Fold, issue
 from ._signature import signature
 from ._sizes import _kept
@@ -41,12 +42,12 @@ from ._sizes import rooted as rooted_sizes
 from ._table import Table
 from .reduce_op import Plan
 
-# (numpy dtype, (ReduceOp, group rank of the root)) -> (MPI datatype, MPI op, root): the
+# (numpy dtype, (ReduceOp, group rank of the root)) -> its RootedReduction: the
 # reductions a general call validated that go as messages (plain dtypes, nothing after
 # MPI's: _reduce.repeatable), for the quick path (the compiled core's reduce() reads it
 # as all_reduce's table; an entry of three never makes its Iallreduce); each entry's
 # identity keys the messages its group keeps (:func:`._direct.plan_key`)
-QUICK: dict[tuple, tuple[Any, Any, int]] = Table()
+QUICK: dict[tuple, RootedReduction] = Table()
 
 
 def chosen(pg: Any, count: int, plan: Plan) -> bool:
@@ -94,7 +95,7 @@ def general(name: str, pg: Any, root: int, arr: Any, dtype: Any, mpi_op: Any,
                  outputs, sig=sig, depth=4)
 
 
-def quick(name: str, pg: Any, root: int, a: Any, hit: tuple, reduce_op: str,
+def quick(name: str, pg: Any, root: int, a: Any, hit: RootedReduction, reduce_op: str,
           keep: Any = None, depth: int = 5) -> None:
     """A blocking reduce of the plain array ``a`` to group rank ``root``, the reduction a
     general call validated (``hit``: :data:`QUICK`'s entry), its messages kept by the
@@ -103,7 +104,7 @@ def quick(name: str, pg: Any, root: int, a: Any, hit: tuple, reduce_op: str,
     use, a ``Plan`` that it runs and reduces)."""
     def make(span: Any) -> tuple[Direct, tuple, tuple, Fold | None]:
         me, n, c = pg._rank, pg._size, a.size
-        dt, mpi_op = hit[0], hit[1]
+        dt, mpi_op = hit.datatype, hit.op
         d = _plan(name, pg, root, c, a.dtype, reduce_op)
         buf = np.frombuffer(span, a.dtype)
         if me != root:

@@ -13,6 +13,8 @@ from .. import _core_loader
 from .._mpi import MPI
 from .._work import Work
 from ._direct import keeps, kept_call, new_plan, plan_key, put_back, span, take, where
+from ._entries import Broadcast, OffRoot, RootList
+from ._layout import Layout
 from ._layout import area as _area
 from ._layout import displs as _displs
 from ._messages import Direct, issue, issue_plan
@@ -78,12 +80,12 @@ def rooted(op: str, pg: Any, root: int, gathering: bool, arr: Any, dt: Any,
                  finalize, async_op, outputs, keep, sig, 4)
 
 
-def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
-          lay: tuple | None, keep: Any) -> None:
+def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: OffRoot | RootList,
+          lay: Layout | None, keep: Any) -> None:
     """A blocking gather (``gathering``) or scatter of the plain array ``a`` (written by a
-    scatter), of a quick entry ``hit`` that a general call validated: off the root, (MPI
-    datatype, root, gathering); on the root, ((counts, displacements) of the list, packed,
-    MPI datatype), and ``lay``, where the list's tensors lie (:func:`._layout.layout`).
+    scatter), of a quick entry ``hit`` that a general call validated: off the root, an
+    :class:`OffRoot`; on the root, a :class:`RootList`, and ``lay``, where the list's
+    tensors lie (:func:`._layout.layout`).
     Its messages are kept by the group by the entry and where the memory lies
     (:func:`._direct.plan_key`: where ``a`` lies, and where the list lies, its start or
     each tensor's address, :func:`._direct.where`): a ``Plan`` that the compiled core
@@ -91,7 +93,7 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
     core is not in use. Here: a call that found no Plan, or where the core is not in
     use."""
     core = _core_loader.module
-    dt = hit[0] if lay is None else hit[1]
+    dt = hit.datatype
     copy = None if lay is None or not a.size else \
         flat_copy(lay.arrays[root], a) if gathering else flat_copy(a, lay.arrays[root])
     key = plan_key(hit, a, None if lay is None else where(lay))
@@ -105,7 +107,8 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
         mine = span(a, gathering)
         area = None if lay is None else _area(lay)
         bufs = _rooted_bufs(d, gathering, mine, dt, area,
-                            None if lay is None else hit[0][1] if lay.end_to_end else _displs(lay))
+                            None if lay is None else hit.counts[1] if lay.end_to_end
+                            else _displs(lay))
         args = _rooted_args(gathering, _frombuffer(mine, a.dtype), dt, area, hit, root) \
             if lay is not None else \
             ((_frombuffer(mine, a.dtype), dt), None, root) if gathering else \
@@ -132,7 +135,7 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: tuple,
     put_back(pg.kept, key, entry)
 
 
-def _rooted_args(gathering: bool, arr: Any, dt: Any, area: Any, hit: tuple,
+def _rooted_args(gathering: bool, arr: Any, dt: Any, area: Any, hit: RootList,
                  root: int) -> tuple:
     """The root's Gatherv's or Scatterv's arguments (its quick entry's ``hit``: the
     list's counts and displacements, packed, and datatype), for the record and errors."""
@@ -182,13 +185,13 @@ def broadcast(name: str, pg: Any, root: int, arr: Any, dt: Any,
                  None, finalize, async_op, outputs, sig=sig, depth=4)
 
 
-def broadcast_quick(name: str, pg: Any, a: Any, hit: tuple, keep: Any = None) -> None:
-    """A blocking broadcast of the plain array ``a`` (``hit``: the MPI datatype and group
-    rank of the root that a general call validated), its messages kept by the group by
+def broadcast_quick(name: str, pg: Any, a: Any, hit: Broadcast, keep: Any = None) -> None:
+    """A blocking broadcast of the plain array ``a`` (``hit``: what a general call
+    validated), its messages kept by the group by
     the entry and where ``a`` lies (:func:`._direct.kept_call`: where the compiled core
     is in use, a ``Plan`` that it runs)."""
     def make(span: Any) -> tuple[Direct, tuple, tuple, None]:
-        dt, root = hit[0], hit[1]
+        dt, root = hit.datatype, hit.root
         d = _broadcast_plan(name, pg, root, a.size, a.dtype)
         return (d, _broadcast_bufs(d, pg._rank == root, span, dt),
                 ([_frombuffer(span, a.dtype), dt], root), None)

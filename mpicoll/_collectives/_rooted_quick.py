@@ -9,23 +9,23 @@ from .._adapter.views import QUICKERS
 from . import _rooted_direct, _validate
 from ._call import quick, quick_allowed, quick_array
 from ._direct import settled
+from ._entries import Broadcast, OffRoot, RootList
 from ._layout import apart, area, layout
 from ._sizes import rooted as rooted_sizes
 from ._table import Table
 
 # the quick paths of gather's and scatter's non-root ranks: (numpy dtype, group rank of the
-# root, gathering) -> (MPI datatype, root, gathering), stored by the general path (plain
-# dtypes)
-QUICK_OFF_ROOT: dict[tuple, tuple[Any, int, bool]] = Table()
+# root, gathering) -> OffRoot, stored by the general path (plain dtypes)
+QUICK_OFF_ROOT: dict[tuple, OffRoot] = Table()
 
-# broadcast's quick path: (numpy dtype, group rank of the root) -> (MPI datatype, root),
-# stored by the general path (plain dtypes); the compiled core reads it too (core.bcast)
-BROADCASTS: dict[tuple, tuple[Any, int]] = Table()
+# broadcast's quick path: (numpy dtype, group rank of the root) -> Broadcast, stored by
+# the general path (plain dtypes); the compiled core reads it too (core.bcast)
+BROADCASTS: dict[tuple, Broadcast] = Table()
 
 # the roots' quick paths of gather and scatter: (dtype, size of the tensor, root, sizes of
-# the list) -> (counts and displacements, MPI datatype), stored by the general path
-_QUICK_GATHER: dict[tuple, tuple[Any, Any]] = Table()
-_QUICK_SCATTER: dict[tuple, tuple[Any, Any]] = Table()
+# the list) -> RootList, stored by the general path
+_QUICK_GATHER: dict[tuple, RootList] = Table()
+_QUICK_SCATTER: dict[tuple, RootList] = Table()
 
 
 def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, tensors: Any,
@@ -75,7 +75,7 @@ def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, te
         if direct:
             _rooted_direct.quick(name, pg, root, gathering, a, hit, None, tensor)
             return True
-        mine, theirs = (a, hit[0]), None
+        mine, theirs = (a, hit.datatype), None
     else:
         # adjacent views, or separate tensors where the messages are direct (each to or
         # from its own tensor's memory), of sizes the general path validated
@@ -84,7 +84,7 @@ def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, te
         if direct:  # (kept by the Work an interrupt leaves: a may own none)
             _rooted_direct.quick(name, pg, root, gathering, a, hit, q, (tensor, tuple(tensors)))
             return True
-        mine, theirs = (a, hit[1]), (area(q), *hit)
+        mine, theirs = (a, hit.datatype), (area(q), *hit)
     args = (mine, theirs, root) if gathering else (theirs, mine, root)
     sizes = rooted_sizes(name, pg, root, gathering, a.size,
                          None if theirs is None else q.counts, a.dtype)

@@ -47,7 +47,7 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
             if found is True:  # (done: the common case)
                 return None
             found = _direct.core_found(core, name, pg, found, tensor,
-                                       lambda hit, a: (MPI.IN_PLACE, [a, hit[0]], hit[1]))
+                                       lambda hit, a: (MPI.IN_PLACE, [a, hit.datatype], hit.op))
             if found is None:
                 return None
             hit, a = found
@@ -61,7 +61,7 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
                 return None
             # (the core made MPI's call itself where it could: it hands a call back where
             # a rank has left, or where the call is messages with none kept yet, above)
-            quick(name, pg, "Iallreduce", (MPI.IN_PLACE, [a, hit[0]], hit[1]), signed(
+            quick(name, pg, "Iallreduce", (MPI.IN_PLACE, [a, hit.datatype], hit.op), signed(
                 name, pg, a.dtype, op, -1, a.size) if a.size >= SIGNED else None)
             return None
     return _general(name, pg, tensor, op, async_op)

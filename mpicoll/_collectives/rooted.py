@@ -19,6 +19,7 @@ from ..errors import ArgumentValueError as _Value
 from . import _direct, _pack, _reduce, _reduce_direct, _rooted_direct, _validate
 from ._all_reduce_direct import MAX_COUNT
 from ._call import issue, quick, quick_allowed, quick_array
+from ._entries import Broadcast, OffRoot, Reduction, RootedReduction, RootList
 from ._rooted_quick import _QUICK_GATHER, _QUICK_SCATTER, BROADCASTS, QUICK_OFF_ROOT, quick_rooted
 from ._sizes import SIGNED, signed
 from ._sizes import rooted as rooted_sizes
@@ -60,15 +61,15 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
             if _rooted_direct.broadcasts(pg, a.size):
                 _rooted_direct.broadcast_quick(name, pg, a, hit, keep=tensor)
             else:
-                quick(name, pg, "Ibcast", ([a, hit[0]], root), signed(
+                quick(name, pg, "Ibcast", ([a, hit.datatype], root), signed(
                     name, pg, a.dtype, None, root, a.size) if a.size >= SIGNED else None)
             return None
     return _broadcast(name, pg, tensor, root, async_op)
 
 
-def _broadcast_args(root: int, hit: tuple, a: Any) -> tuple:
+def _broadcast_args(root: int, hit: Broadcast, a: Any) -> tuple:
     """MPI's Ibcast's arguments for the array ``a`` of a quick entry ``hit``."""
-    return [a, hit[0]], root
+    return [a, hit.datatype], root
 
 
 def _broadcast(name: str, pg: Any, tensor: Any, root: int, async_op: bool) -> Work | None:
@@ -78,7 +79,7 @@ def _broadcast(name: str, pg: Any, tensor: Any, root: int, async_op: bool) -> Wo
     arr = buf.array
     dt = mpi_datatype(arr.dtype)
     if buf.dtype in PLAIN:
-        BROADCASTS[(arr.dtype, root)] = (dt, root)
+        BROADCASTS[(arr.dtype, root)] = Broadcast(dt, root)
     sig = lambda: {"dtype": buf.dtype, "numel": buf.numel, "root": root}  # noqa: E731
     if _rooted_direct.broadcasts(pg, arr.size):  # (alike on every rank: the group, the size)
         return _rooted_direct.broadcast(name, pg, root, arr, dt, buf.commit_hook, async_op,
@@ -137,7 +138,7 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
                 # numbered, issued, waited on (watched past its tests) and recorded in C
                 seq = pg.seq = pg.seq + 1
                 try:
-                    core.call(core.REDUCE, name, pg.comm, a, hit[0], (hit[1], root), pg, seq,
+                    core.call(core.REDUCE, name, pg.comm, a, hit.datatype, (hit.op, root), pg, seq,
                               len(_polling.spin))
                 except MPI.Exception as e:
                     raise mpi_error(name, e, _reduce_args(root, is_root, hit, a)) from e
@@ -197,7 +198,7 @@ def _reduce_general(name: str, pg: Any, tensor: Any, root: int, op: Any,
     p = plan(buf.dtype, op, name)
     direct = _reduce_direct.chosen(pg, buf.numel, p)  # (alike on every rank)
     if direct and _reduce.repeatable(op, buf.dtype, p):
-        _reduce_direct.QUICK[(buf.array.dtype, (op, root))] = (
+        _reduce_direct.QUICK[(buf.array.dtype, (op, root))] = RootedReduction(
             mpi_datatype(buf.array.dtype), p.mpi_op, root)
     elif not direct:
         _reduce.remember(buf, op, p)
@@ -223,11 +224,11 @@ def _reduce_general(name: str, pg: Any, tensor: Any, root: int, op: Any,
                  sizes=signed(name, pg, buf.dtype, op_name(op), root, buf.numel))
 
 
-def _reduce_args(root: int, is_root: bool, hit: tuple, a: Any) -> tuple:
-    """MPI's Ireduce's arguments for the array ``a`` of a quick entry ``hit`` (its MPI
-    datatype and op): in place on the root."""
-    mine = [a, hit[0]]
-    return (MPI.IN_PLACE, mine, hit[1], root) if is_root else (mine, None, hit[1], root)
+def _reduce_args(root: int, is_root: bool, hit: Reduction, a: Any) -> tuple:
+    """MPI's Ireduce's arguments for the array ``a`` of a quick entry ``hit``: in place on
+    the root."""
+    mine = [a, hit.datatype]
+    return (MPI.IN_PLACE, mine, hit.op, root) if is_root else (mine, None, hit.op, root)
 
 
 def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = None,
@@ -256,7 +257,7 @@ def _gather(name: str, pg: Any, root: int, tensor: Any, gather_list: Any,
     src = as_buffer(tensor, op=name, name="tensor")
     dt = mpi_datatype(src.array.dtype)
     if src.dtype in PLAIN and pg.my_rank != root:
-        QUICK_OFF_ROOT[(src.array.dtype, root, True)] = (dt, root, True)
+        QUICK_OFF_ROOT[(src.array.dtype, root, True)] = OffRoot(dt, root, True)
     if pg.my_rank != root:
         if gather_list:
             raise _Value(name, "off_root", "{arg} must be given on the destination rank only "
@@ -289,7 +290,7 @@ def _gather(name: str, pg: Any, root: int, tensor: Any, gather_list: Any,
         send = send.copy()
     args = ([send, dt], [recv, (counts, _pack.displs(counts)), dt], root)
     if src.dtype in PLAIN:
-        _QUICK_GATHER[(send.dtype, send.size, root, *counts)] = args[1][1:]
+        _QUICK_GATHER[(send.dtype, send.size, root, *counts)] = RootList(*args[1][1:])
 
     def finish() -> None:
         if staged:
@@ -334,7 +335,7 @@ def _scatter(name: str, pg: Any, root: int, tensor: Any, scatter_list: Any,
     dst = as_buffer(tensor, writable=True, op=name, name="tensor")
     dt = mpi_datatype(dst.array.dtype)
     if dst.dtype in PLAIN and pg.my_rank != root:
-        QUICK_OFF_ROOT[(dst.array.dtype, root, False)] = (dt, root, False)
+        QUICK_OFF_ROOT[(dst.array.dtype, root, False)] = OffRoot(dt, root, False)
     if pg.my_rank != root:
         if scatter_list:
             raise _Value(name, "off_root", "{arg} must be given on the source rank only "
@@ -365,7 +366,7 @@ def _scatter(name: str, pg: Any, root: int, tensor: Any, scatter_list: Any,
         send = send.copy()
     args = ([send, (counts, _pack.displs(counts)), dt], [dst.array, dt], root)
     if dst.dtype in PLAIN:
-        _QUICK_SCATTER[(send.dtype, dst.numel, root, *counts)] = args[0][1:]
+        _QUICK_SCATTER[(send.dtype, dst.numel, root, *counts)] = RootList(*args[0][1:])
     sizes = rooted_sizes(name, pg, root, False, dst.numel, counts, dst.dtype)
     sig = lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel,  # noqa: E731
                    "root_counts": counts}
