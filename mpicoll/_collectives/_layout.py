@@ -46,7 +46,8 @@ class Layout(NamedTuple):
 def area(lay: Layout) -> Any:
     """The list's memory as one buffer, from the lowest address to the highest, owning
     none (made where used: a call whose messages are kept needs none)."""
-    return _fromaddress(lay.start, lay.end - lay.start, lay.read_only)
+    start = lay.start
+    return _fromaddress(start, lay.end - start, lay.read_only)
 
 
 def displs(lay: Layout) -> list[int]:

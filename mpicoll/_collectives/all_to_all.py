@@ -204,7 +204,7 @@ def _quick_lists(name: str, pg: Any, output_tensor_list: Any,
         hit = _QUICK_LISTS.get((outl.dtype, n, pg._rank, *inl.counts, None, *outl.counts))
         if hit is None:
             return False
-    if not lists_apart(outl, inl):
+    if not (inl.end <= outl.start or outl.end <= inl.start or lists_apart(outl, inl)):
         return False
     if hit.method == "direct":
         # (no Plan kept, or one the core did not run: the messages kept by where the
