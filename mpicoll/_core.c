@@ -56,7 +56,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 14
+#define CORE_API 15
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -784,28 +784,11 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
     return (PyObject *)p;
 }
 
-static Py_ssize_t plan_len(PyObject *self) {
-    (void)self;
-    return 3;
-}
-
-static PyObject *plan_item(PyObject *self, Py_ssize_t i) {
-    Plan *p = (Plan *)self;
-    if (i == 0) return Py_NewRef(p->hit);
-    if (i == 1) return Py_NewRef(p->reqs);
-    if (i == 2) return Py_NewRef(p->statuses);
-    PyErr_SetString(PyExc_IndexError, "Plan index out of range (0: hit, 1: reqs, 2: statuses)");
-    return NULL;
-}
-
-static PySequenceMethods plan_sequence = {.sq_length = plan_len, .sq_item = plan_item};
-
 static PyTypeObject PlanType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "mpicoll._core.Plan",
     .tp_basicsize = sizeof(Plan),
     .tp_dealloc = (destructor)plan_dealloc,
-    .tp_as_sequence = &plan_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A repeated call's kept messages, run by the compiled core",
     .tp_members = plan_members,
@@ -813,7 +796,7 @@ static PyTypeObject PlanType = {
 };
 
 /* PlanCache: what a group keeps of its repeated calls (ProcessGroup.kept, where the core
- * is in use): a mapping of keys to entries (the core's Plans, the Python path's tuples),
+ * is in use): a mapping of keys to entries (the core's Plans, the Python path's Kept),
  * in the order they were put in, as a dict is. It is small (a group keeps at most
  * mpicoll._collectives._direct.KEPT entries; the Python side frees the oldest beyond), so
  * its entries lie in an array: a key of three ints (plan_key's: the quick entry's id and

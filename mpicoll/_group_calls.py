@@ -102,7 +102,7 @@ def _free_counts(pg: Any) -> None:
         ring.free()
     pg.counts.clear()
     for entry in pg.kept.values():
-        for req in entry[1]:
+        for req in entry.reqs:
             req.Free()
     pg.kept.clear()
     if pg.direct is not None:

@@ -219,7 +219,7 @@ def test_kept_messages_follow_the_memory(rank, size):
     assert 0 < len(g.kept) <= _direct.KEPT
     for k in range(40):
         exchange(np.empty(n), np.empty(n), k)
-    kept = [r for entry in g.kept.values() for r in entry[1]]
+    kept = [r for entry in g.kept.values() for r in entry.reqs]
     assert kept and all(kept)  # (none freed while kept)
     dist.destroy_process_group(g)
     assert not g.kept and not any(kept)
@@ -249,7 +249,7 @@ def test_a_mismatch_on_kept_messages_is_reported(rank, size, group, more):
             dist.all_to_all_single(y, x, split, split, group=group)
     else:
         dist.all_to_all_single(y, x, split, split, group=group)
-    assert all(r for entry in group.kept.values() for r in entry[1])
+    assert all(r for entry in group.kept.values() for r in entry.reqs)
     for k in range(3):
         x[:] = np.arange(rows * size) + 100 * rank + 1000 * k
         y[:] = -1.0
@@ -292,7 +292,7 @@ def test_kept_messages_of_lists_follow_their_tensors(rank, size, group):
         exchange([np.empty(rows) for _ in range(size)], [np.empty(rows) for _ in range(size)], k)
         gather_and_reduce(outs, ins, k)
         gather_and_reduce(outs[::-1], ins[::-1], k)
-    assert group.kept and all(r for entry in group.kept.values() for r in entry[1])
+    assert group.kept and all(r for entry in group.kept.values() for r in entry.reqs)
 
 
 def _prepared(monkeypatch):
@@ -429,7 +429,7 @@ def test_kept_messages_of_gathers_and_scatters(rank, size, group):
             dist.gather(mine, slots, group_dst=0, group=group)
     else:
         dist.gather(longer if rank == 1 else mine, None, group_dst=0, group=group)
-    assert all(r for entry in group.kept.values() for r in entry[1])
+    assert all(r for entry in group.kept.values() for r in entry.reqs)
     for k in range(2):
         mine[:] = rank + k
         dist.gather(mine, slots if rank == 0 else None, group_dst=0, group=group)

@@ -151,7 +151,7 @@ def test_interrupted_direct_exchange_keeps_its_messages(rank, size, blocking, py
     y[:] = -1.0
     dist.all_to_all_single(y, x, [rows] * size, [rows] * size)
     np.testing.assert_array_equal(y, want)
-    assert all(r for entry in pg.kept.values() for r in entry[1])
+    assert all(r for entry in pg.kept.values() for r in entry.reqs)
 
 
 def _interrupt_at_return_of(function: str):

@@ -37,7 +37,7 @@ from .._recorder import recording
 from .._work import Work
 from ._entries import Messages
 from ._layout import Layout
-from ._messages import Direct, Fold, free, issue, issue_plan, settle_core
+from ._messages import Direct, Fold, Kept, free, issue, issue_plan, settle_core
 from ._own_block import own_block_copy
 from ._pack import displs
 from ._signature import signature
@@ -133,9 +133,9 @@ def exchanged(op: str, group: Any, hit: Messages, s: Any, r: Any, keep: Any = No
             issue(op, group, d, args, spans, copy, keep=keep, depth=6, started=entry)
             put_back(group.kept, key, entry)
             return
-        entry = (hit, reqs, sts, copy, spans)
-    if type(entry) is tuple:
-        issue(op, group, d, args, entry[4], entry[3], keep=keep, depth=6, started=entry)
+        entry = Kept(hit, reqs, sts, None, spans, copy)
+    if type(entry) is Kept:
+        issue(op, group, d, args, entry.bufs, entry.copy, keep=keep, depth=6, started=entry)
     else:  # (the core's Plan, where run_kept did not run it: a rank has left)
         issue_plan(op, group, entry, keep, 6)
     put_back(group.kept, key, entry)
@@ -168,11 +168,12 @@ def kept_call(op: str, group: Any, hit: Any, a: Any, keep: Any,
         sts = [_Status() for _ in reqs]
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
-        entry = (hit, reqs, sts, d, bufs, args, fold) if core is None else new_plan(
-            core, hit, reqs, sts, d, bufs[4], None, args, None if fold is None else fold.spec)
-    if type(entry) is tuple:
-        _, _, _, d, bufs, args, fold = entry
-        issue(op, group, d, args, bufs, None, fold, keep=keep, depth=depth, started=entry)
+        entry = Kept(hit, reqs, sts, args, bufs, finalize=fold, direct=d) if core is None \
+            else new_plan(core, hit, reqs, sts, d, bufs[4], None, args,
+                          None if fold is None else fold.spec)
+    if type(entry) is Kept:
+        issue(op, group, entry.direct, entry.args, entry.bufs, None, entry.finalize,
+              keep=keep, depth=depth, started=entry)
     else:  # (a Plan: the core's, run here this once, by the Python path's issue)
         issue_plan(op, group, entry, keep, depth)
     put_back(group.kept, key, entry)
@@ -303,11 +304,12 @@ def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tupl
                   depth=depth, started=plan)
             put_back(group.kept, key, plan)
             return
-        entry = (hit, reqs, sts, args, bufs)
-    if type(entry) is not tuple:  # (a Plan: run here by the Python path's issue)
+        entry = Kept(hit, reqs, sts, args, bufs)
+    if type(entry) is not Kept:  # (a Plan: run here by the Python path's issue)
         issue_plan(op, group, entry, keep, depth)
     else:
-        issue(op, group, d, entry[3], entry[4], copy, keep=keep, depth=depth, started=entry)
+        issue(op, group, d, entry.args, entry.bufs, copy, keep=keep, depth=depth,
+              started=entry)
     put_back(group.kept, key, entry)
 
 
@@ -319,16 +321,16 @@ def over(d: Direct, sbuf: Any, sd: list[int], rbuf: Any, rd: list[int],
             (sbuf, sd, rbuf, rd, dt))
 
 
-def take(group: Any, key: tuple, hit: Any) -> tuple | None:
+def take(group: Any, key: tuple, hit: Any) -> Any:
     """The group's entry for ``key``, taken out while in use; None where it has none (one
     whose ``hit`` is another object is freed: an id reused, that entry is gone)."""
     entry = group.kept.pop(key, None)
     if entry is not None:
-        if entry[0] is hit:
+        if entry.hit is hit:
             if group.missed:
                 group.missed -= 1
             return entry
-        free(entry[1])
+        free(entry.reqs)
     return None
 
 
@@ -348,15 +350,15 @@ def keeps(group: Any) -> bool:
     return True
 
 
-def put_back(kept: dict[tuple, Any], key: tuple, entry: tuple) -> None:
+def put_back(kept: dict[tuple, Any], key: tuple, entry: Any) -> None:
     """Keep ``entry`` (its requests complete) as the group's newest; free the oldest
     beyond :data:`KEPT`."""
     old = kept.get(key)  # (another thread's, made while this one was taken out)
     kept[key] = entry
     if old is not None:
-        free(old[1])
+        free(old.reqs)
     if len(kept) > KEPT:
-        free(kept.pop(next(iter(kept)))[1])
+        free(kept.pop(next(iter(kept))).reqs)
 
 
 def span(buf: Any, readonly: bool) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from numpy import array as _array
 from numpy import copyto as _copyto
@@ -95,6 +95,22 @@ def _where(spec: list) -> tuple[int, int, Any]:
     buf, how, dt = spec
     count, at = how if type(how) is tuple else (how, 0)
     return _buffer(buf).address + at * dt.Get_extent()[1], count, dt
+
+
+class Kept(NamedTuple):
+    """A repeated call's messages as its group keeps them where the compiled core is not
+    in use (the core keeps a ``Plan``, whose ``hit``, ``reqs`` and ``statuses`` are the
+    same), taken out while in use and put back once complete (:mod:`._direct`)."""
+
+    hit: Any  # the quick entry it was made for
+    reqs: list[Any]  # persistent requests, started at each call
+    statuses: list[Any]  # their statuses
+    args: tuple | None  # the MPI call's arguments it stands for (None: made at each call)
+    bufs: tuple  # the messages' buffers, as Direct.post takes them
+    copy: tuple | None = None  # this rank's own block: (destination, index, source)
+    finalize: Any = None  # what follows the messages: a reduction of the blocks
+    direct: Any = None  # the messages' Direct, where the caller does not hold it
+    owns: Any = None  # memory the requests write that nothing else holds (a scratch)
 
 
 class Direct:
@@ -297,17 +313,16 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
           copy: tuple | None, finalize: Callable[[], Any] | None = None,
           async_op: bool = False, outputs: list[Any] | None = None, keep: Any = None,
           sig: Callable[[], dict[str, Any]] | None = None, depth: int = 3,
-          started: tuple | None = None, fold: tuple | None = None) -> Work | None:
+          started: Any = None, fold: tuple | None = None) -> Work | None:
     """:func:`._call.issue` of a direct call: post ``direct``'s messages over ``bufs``
     (:meth:`Direct.post`; ``args``: the MPI collective's arguments it stands for, for
     the flight recorder and errors), copy this rank's own block (``copy`` =
     (destination, index, source): ``destination[index] = source``; or None), then wait
     (or return the Work) and compare the counts the peers sent before ``finalize``.
     ``depth``: frames up to the user's, for the flight recorder (:func:`._call.quick`'s).
-    ``started``: a kept entry (its key's part, the persistent requests of these
-    messages, their statuses, ...: :func:`._direct.started`), its requests started
-    instead of posting (a blocking call's); freed here wherever they cannot be started
-    again (a mismatch, an MPI error, an interrupt). ``fold``: with ``started``, where
+    ``started``: the group's :class:`Kept` messages, or the core's ``Plan``, its
+    requests started instead of posting (a blocking call's); freed here wherever they
+    cannot be started again (a mismatch, an MPI error, an interrupt). ``fold``: with ``started``, where
     ``finalize`` is an all_reduce's reduction of the blocks (:mod:`._all_reduce_direct`),
     the same reduction as the compiled core makes it: (MPI op, rank, buffer, scratch)."""
     seq = group.seq = group.seq + 1
@@ -322,17 +337,17 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
             return _in_core(core, op, group, seq, direct, args, bufs[4], copy, finalize,
                             keep, started, fold)
         rec = issued(op, group, seq, args, depth=depth,
-                     owner=None if started is None else started[2])
+                     owner=None if started is None else started.statuses)
     except BaseException:
         if started is not None:  # (not started: never restarted either)
-            free(started[1])
+            free(started.reqs)
         raise
     try:
         if started is None:
             reqs = direct.post(group.direct, bufs)
             sts = [_Status() for _ in reqs]
         else:
-            reqs, sts = started[1], started[2]
+            reqs, sts = started.reqs, started.statuses
             _startall(reqs)
     except MPI.Exception as e:
         done(rec, False)
@@ -414,7 +429,7 @@ def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tup
     this rank's own block copied, waited for (watched past its tests) and recorded in C;
     the tags compared there (and here where one differs), the blocks reduced there where
     ``fold`` says."""
-    reqs, sts = started[1], started[2]
+    reqs, sts = started.reqs, started.statuses
     if copy is not None and copy[1] is not Ellipsis:  # (the core copies a whole block)
         copy[0][copy[1]] = copy[2]
         copy = None

@@ -20,7 +20,7 @@ from .._work import Work
 from . import _direct, _pack, _reduce
 from ._entries import Reduced
 from ._layout import Layout, area, displs
-from ._messages import issue, issue_plan
+from ._messages import Kept, issue, issue_plan
 from ._own_block import then
 from ._signature import signature
 from ._sizes import scattered
@@ -142,9 +142,10 @@ def exchanged(op: str, group: Any, hit: Reduced, s: Any, r: Any, keep: Any = Non
                   depth=depth, started=entry, fold=fold)
             _direct.put_back(group.kept, key, entry)
             return
-        entry = (hit, reqs, sts, scratch, reduced, args, (None, sd, None, rd, dt))
-    if type(entry) is tuple:
-        issue(op, group, d, entry[5], entry[6], None, entry[4], keep=keep, depth=depth,
+        entry = Kept(hit, reqs, sts, args, (None, sd, None, rd, dt), finalize=reduced,
+                     owns=scratch)
+    if type(entry) is Kept:
+        issue(op, group, d, entry.args, entry.bufs, None, entry.finalize, keep=keep, depth=depth,
               started=entry)
     else:  # (the core's Plan, where run_kept did not run it: a rank has left)
         issue_plan(op, group, entry, keep, depth)

@@ -17,7 +17,7 @@ from ._entries import Broadcast, OffRoot, RootList
 from ._layout import Layout
 from ._layout import area as _area
 from ._layout import displs as _displs
-from ._messages import Direct, issue, issue_plan
+from ._messages import Direct, Kept, issue, issue_plan
 from ._own_block import flat_copy
 from ._signature import signature
 from ._sizes import Sizes, _kept
@@ -126,10 +126,10 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: OffRoot | R
             entry = new_plan(core, hit, reqs, sts, d, dt, None if copy is None else
                              (slot, mine) if gathering else (mine, slot), args)
         else:
-            entry = (hit, reqs, sts, d, bufs, args)
-    if type(entry) is tuple:
-        _, _, _, d, bufs, args = entry
-        issue(op, pg, d, args, bufs, copy, keep=keep, depth=5, started=entry)
+            entry = Kept(hit, reqs, sts, args, bufs, direct=d)
+    if type(entry) is Kept:
+        issue(op, pg, entry.direct, entry.args, entry.bufs, copy, keep=keep, depth=5,
+              started=entry)
     else:  # (a Plan: the core's, run here this once, by the Python path's issue)
         issue_plan(op, pg, entry, keep, 5)
     put_back(pg.kept, key, entry)
