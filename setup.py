@@ -145,6 +145,18 @@ class OptionalBuild(build_ext):
                       + ("mpicoll.jax uses XLA's Python callback" if ext.name == "mpicoll._jax_ffi"
                          else "mpicoll runs on its Python path"), file=sys.stderr)
                 self.extensions.remove(ext)
+                self._drop_stale(ext)
+
+    def _drop_stale(self, ext: Extension) -> None:
+        """Remove what an earlier build of ``ext`` left in the source tree (an editable
+        install's, ``make core``'s), so that the message above is true: else that older
+        binary would be loaded beside these newer sources."""
+        stale = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                             self.get_ext_filename(ext.name))
+        if os.path.exists(stale):
+            os.remove(stale)
+            print(f"mpicoll: removed {stale}, an earlier build of {ext.name}",
+                  file=sys.stderr)
 
 
 setup(ext_modules=_core() + _jax_ffi(), cmdclass={"build_ext": OptionalBuild})
