@@ -86,7 +86,7 @@ def _checks() -> str:
     carried.append("a persistent collective's set-up (collective, dtype, op, root, size; "
                    "all_to_all_single's split sizes paired), once")
     missed.append(f"those three below {big} elements where MPI's own collective makes them "
-                  f"({where}), and a premul_sum one")
+                  f"({where})")
     if MAX_RANKS >= 2:
         rooted = "reduce and gather" if _signature.bits() else "broadcast, reduce, gather and scatter"
         missed.append(f"the roots of {rooted} on groups that send messages")

@@ -36,6 +36,23 @@ def test_all_reduce_premul_sum(xp, dtype, rank, size, group):
     np.testing.assert_allclose(to_np(out), ref, rtol=tol)
 
 
+@pytest.mark.parametrize(("xp", "dtype"),
+                         frameworks.cross(["float32", "float64", "float16", "bfloat16"]))
+def test_reduce_premul_sum(xp, dtype, rank, size, group):
+    # a few elements: as direct messages on 2 to 8 ranks (the pre-scaled copy sent, and
+    # reduced on the root where its result goes), MPI's Reduce elsewhere
+    root = size - 1
+    t = xp.tensor(values(dtype, (7,), rank), dtype)
+    before = xp.to_numpy(t).copy()
+    dist.reduce(t, dst=root, op=dist.ReduceOp.premul_sum(2.5), group=group)
+    if rank == root:
+        ref = sum(np.asarray(values(dtype, (7,), r), np.float64) * 2.5 for r in range(size))
+        tol = {"float16": 2e-3, "bfloat16": 1e-2}.get(dtype, 1e-6)
+        np.testing.assert_allclose(to_np(t), ref, rtol=tol)
+    else:
+        np.testing.assert_array_equal(xp.to_numpy(t), before)  # only read
+
+
 def test_premul_sum_never_modifies_input_of_reduce_scatter(xin, rank, size, group):
     xo = xin.output("float32")
     x = values("float32", (size * 2,), rank)

@@ -62,7 +62,7 @@ def test_info():
         "set-up (collective, dtype, op, root, size; all_to_all_single's split sizes "
         "paired), once. Not compared: those three "
         "below 2**20 elements where MPI's own collective makes them (above 512 elements, or "
-        "on more than 8 ranks), and a premul_sum one; the roots of reduce and gather on "
+        "on more than 8 ranks); the roots of reduce and gather on "
         "groups that send messages. MPICOLL_CHECK=1 compares every call")
     assert rows["watchdog"] == (
         "a collective that waits 30 min ends the job on every rank (MPICOLL_TIMEOUT) (a group "
@@ -77,7 +77,7 @@ def test_info():
     assert other["checks"].startswith("off (MPICOLL_CHECK=0): ")
     assert other["watchdog"].startswith("no timeout (MPICOLL_TIMEOUT=0)")
     assert _rows(MPICOLL_DIRECT="0")["checks"].endswith(
-        "makes them (every group, with MPICOLL_DIRECT=0), and a premul_sum one. "
+        "makes them (every group, with MPICOLL_DIRECT=0). "
         "MPICOLL_CHECK=1 compares every call")
     assert "call choices" not in rows  # internals: --verbose
     assert _rows(MPICOLL_GPU_AWARE="1")["GPU-aware MPI"] == "yes (forced by MPICOLL_GPU_AWARE=1)"

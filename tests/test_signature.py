@@ -127,29 +127,35 @@ def test_all_reduce_async_on_one_rank_only(rank, size):
                        "all_reduce", "dtype")
 
 
-@pytest.mark.parametrize("op", ["MAX", "AVG"])
+@pytest.mark.parametrize("op", ["MAX", "AVG", "PREMUL_SUM"])
 def test_all_reduce_with_another_reduce_op(rank, size, op):
-    other = getattr(dist.ReduceOp, op) if rank == 0 else dist.ReduceOp.SUM
+    # (a premul_sum, whose pre-scaled copy is reduced, goes as messages too: told apart)
+    other = dist.ReduceOp.SUM if rank != 0 else dist.ReduceOp.premul_sum(2.0) \
+        if op == "PREMUL_SUM" else getattr(dist.ReduceOp, op)
     x = np.ones(3)
     _every_rank_raises(lambda: dist.all_reduce(x, op=other), "all_reduce", "reduce op",
                        f"'{op}'")
 
 
 @pytest.mark.parametrize("async_op", [False, True])
-@pytest.mark.parametrize("mistake", ["dtype", "reduce op"])
+@pytest.mark.parametrize("mistake", ["dtype", "reduce op", "premul_sum"])
 def test_a_reduce_that_differs_raises_on_the_root_and_leaves_the_others(rank, size,
                                                                         async_op, mistake):
-    # rank 1 sends the root (rank 0) int32 against float32 (the same size), or MAX
-    # against SUM: the root, whose result its message makes, raises; the others' tensors
-    # are only read (before, MPI's Reduce returned a wrong result silently)
+    # rank 1 sends the root (rank 0) int32 against float32 (the same size), MAX against
+    # SUM, or a premul_sum's pre-scaled copy against SUM: the root, whose result its
+    # message makes, raises; the others' tensors are only read (before, MPI's Reduce
+    # returned a wrong result silently, or, for premul_sum, took MPI's way while the
+    # others sent messages: the watchdog ended the job)
     dt = np.int32 if rank == 1 and mistake == "dtype" else np.float32
-    op = dist.ReduceOp.MAX if rank == 1 and mistake == "reduce op" else dist.ReduceOp.SUM
+    op = dist.ReduceOp.SUM if rank != 1 else dist.ReduceOp.MAX if mistake == "reduce op" \
+        else dist.ReduceOp.premul_sum(2.0) if mistake == "premul_sum" else dist.ReduceOp.SUM
     for _ in range(2):  # (the second: the quick path, on the core where it is in use)
         x = np.full(4, rank + 1, dt)
         if rank == 0:
             with pytest.raises(SignatureMismatch) as e:
                 _waited(dist.reduce(x, dst=0, op=op, async_op=async_op))
-            assert "reduce #" in str(e.value) and mistake in str(e.value), str(e.value)
+            said = "dtype" if mistake == "dtype" else "reduce op"
+            assert "reduce #" in str(e.value) and said in str(e.value), str(e.value)
         else:
             _waited(dist.reduce(x, dst=0, op=op, async_op=async_op))
             np.testing.assert_array_equal(x, np.full(4, rank + 1, dt))

@@ -15,8 +15,8 @@ result silently. The other ranks' tensors are only read.
 The root reduces x0 op x1 op ... op x(n-1) in rank order with the MPI op itself
 (``MPI_Reduce_local``), the sequence an all_reduce's messages use, so a reduce and an
 all_reduce of the same tensors give the same bits. Whether a call goes this way depends
-only on what every rank's call agrees on (the group, the number of elements, the plan of
-the dtype and reduce op), so every rank takes the same way. A root that differs across
+only on what every rank's call agrees on (the group and the number of elements), so every
+rank takes the same way. A root that differs across
 ranks: a rank that takes itself for the root waits for messages that no rank sends it
 (the watchdog ends the job); messages sent to a rank that does not take itself for the
 root meet its next call, which raises.
@@ -40,7 +40,6 @@ from ._signature import signature
 from ._sizes import _kept
 from ._sizes import rooted as rooted_sizes
 from ._table import Table
-from .reduce_op import Plan
 
 # (numpy dtype, (ReduceOp, group rank of the root)) -> its RootedReduction: the
 # reductions a general call validated that go as messages (plain dtypes, nothing after
@@ -50,11 +49,12 @@ from .reduce_op import Plan
 QUICK: dict[tuple, RootedReduction] = Table()
 
 
-def chosen(pg: Any, count: int, plan: Plan) -> bool:
+def chosen(pg: Any, count: int) -> bool:
     """Whether a reduce of ``count`` elements on ``pg`` goes direct: where the group
-    sends messages, of 1 to :data:`MAX_COUNT` elements, its plan reducing in place on the
-    root (no pre-scaled copy)."""
-    return pg.direct is not None and 0 < count <= MAX_COUNT and plan.factor is None
+    sends messages, of 1 to :data:`MAX_COUNT` elements, whatever its reduce op (a
+    ``premul_sum`` sends its pre-scaled copy, and its root reduces into the place of its
+    result: so a ``premul_sum`` met by a ``SUM`` is told by its signature)."""
+    return pg.direct is not None and 0 < count <= MAX_COUNT
 
 
 def _plan(name: str, pg: Any, root: int, count: int, dtype: Any, reduce_op: str) -> Direct:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from numpy import copyto as _copyto
+
 from .. import _core_loader, _departed, _polling
 from .._adapter import as_buffer
 from .._adapter.views import QUICKERS
@@ -79,7 +81,9 @@ def _general(name: str, pg: Any, tensor: Any, op: Any, async_op: bool) -> Work |
     fin = _reduce.finisher(p, recv, buf, pg.nranks)
     sig = lambda: {"dtype": buf.dtype, "numel": buf.numel,  # noqa: E731
                    "reduce_op": op_name(op)}
-    if specs[0] is MPI.IN_PLACE and _all_reduce_direct.chosen(pg, recv.size):
+    if _all_reduce_direct.chosen(pg, recv.size):  # (alike on every rank: group, size)
+        if specs[0] is not MPI.IN_PLACE:  # (a premul_sum's pre-scaled copy: its values
+            _copyto(recv, specs[0][0])  # first where the result goes, reduced in place)
         return _all_reduce_direct.general(name, pg, recv, buf.dtype, p.mpi_op, op_name(op),
                                           fin, async_op, [tensor], sig)
     return issue(name, pg, "Allreduce", args, fin, async_op, [tensor], sig=sig,

@@ -196,7 +196,7 @@ def _reduce_general(name: str, pg: Any, tensor: Any, root: int, op: Any,
     is_root = pg._rank == root
     buf = as_buffer(tensor, writable=is_root, op=name, name="tensor")
     p = plan(buf.dtype, op, name)
-    direct = _reduce_direct.chosen(pg, buf.numel, p)  # (alike on every rank)
+    direct = _reduce_direct.chosen(pg, buf.numel)  # (alike on every rank)
     if direct and _reduce.repeatable(op, buf.dtype, p):
         _reduce_direct.QUICK[(buf.array.dtype, (op, root))] = RootedReduction(
             mpi_datatype(buf.array.dtype), p.mpi_op, root)
@@ -216,7 +216,9 @@ def _reduce_general(name: str, pg: Any, tensor: Any, root: int, op: Any,
                      sizes=signed(name, pg, buf.dtype, op_name(op), root, buf.numel))
     recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
     fin = _reduce.finisher(p, recv, buf, pg.nranks)
-    if direct:  # (in place: its plan has no pre-scaled copy)
+    if direct:  # (in place: a pre-scaled copy's values first where the result goes)
+        if specs[0] is not MPI.IN_PLACE:
+            np.copyto(recv, specs[0][0])
         return _reduce_direct.general(name, pg, root, recv, buf.dtype, p.mpi_op, op_name(op),
                                       fin, async_op, [tensor], sig)
     args = (*specs, p.mpi_op, root)
