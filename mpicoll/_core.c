@@ -2240,7 +2240,7 @@ static PyStructSequence_Field layout_fields[] = {
     {"end_to_end", "whether the tensors lie end to end in list order (x.chunk(n))"},
     {NULL, NULL}};
 static PyStructSequence_Desc layout_desc = {
-    "mpicoll.Layout", "Where a list's tensors lie (mpicoll/_collectives/_layout.py)",
+    "mpicoll._core.Layout", "Where a list's tensors lie (mpicoll/_collectives/_layout.py)",
     layout_fields, L_FIELDS};
 static PyTypeObject LayoutType;
 #define LAY(lay, field) PyTuple_GET_ITEM(lay, field)
