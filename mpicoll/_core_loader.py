@@ -66,8 +66,8 @@ def load() -> Any:
            f"{core.MPI_SUBVERSION}): repeated blocking calls are looked up, issued, "
            "waited on and recorded in C (all_reduce, broadcast, reduce, gather, scatter, "
            "all_to_all_single, all_gather_into_tensor, reduce_scatter_tensor, and lists "
-           "of chunks; on groups of 2 to 8 ranks the kept messages of every collective, "
-           "in a plan cache of 16 per group)")
+           "of tensors, chunks of one or apart; on groups of 2 to 8 ranks the kept "
+           "messages of every collective, in a plan cache of 16 per group)")
     return core
 
 
