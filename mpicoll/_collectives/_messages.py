@@ -322,9 +322,10 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
     ``depth``: frames up to the user's, for the flight recorder (:func:`._call.quick`'s).
     ``started``: the group's :class:`Kept` messages, or the core's ``Plan``, its
     requests started instead of posting (a blocking call's); freed here wherever they
-    cannot be started again (a mismatch, an MPI error, an interrupt). ``fold``: with ``started``, where
-    ``finalize`` is an all_reduce's reduction of the blocks (:mod:`._all_reduce_direct`),
-    the same reduction as the compiled core makes it: (MPI op, rank, buffer, scratch)."""
+    cannot be started again (a mismatch, an MPI error, an interrupt). ``fold``: with
+    ``started``, where ``finalize`` is an all_reduce's reduction of the blocks
+    (:mod:`._all_reduce_direct`), the same reduction as the compiled core makes it: (MPI
+    op, rank, buffer, scratch)."""
     seq = group.seq = group.seq + 1
     core = (_core_loader.module or _core_loader.load()) if started is not None and not \
         async_op else None
@@ -424,7 +425,7 @@ def issue_plan(op: str, group: Any, plan: Any, keep: Any, depth: int) -> None:
 
 def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tuple,
              dt: Any, copy: tuple | None, finalize: Callable[[], Any] | None, keep: Any,
-             started: tuple, fold: tuple | None) -> None:
+             started: Any, fold: tuple | None) -> None:
     """:func:`issue` of kept messages (``started``), blocking, in the compiled core: started,
     this rank's own block copied, waited for (watched past its tests) and recorded in C;
     the tags compared there (and here where one differs), the blocks reduced there where
