@@ -60,6 +60,7 @@ def _checks() -> str:
     from ._collectives import _signature
     from ._collectives._all_reduce_direct import MAX_COUNT
     from ._collectives._direct import MAX_RANKS
+    from ._collectives._messages import FRESH, SEQ_BITS
     from ._collectives._sizes import SIGNED
 
     s = _env.settings()
@@ -73,10 +74,13 @@ def _checks() -> str:
     carried, missed = [], []
     if MAX_RANKS >= 2:
         signed = "and the signature (collective, dtype, op) " if _signature.bits() else ""
+        if signed and FRESH:
+            signed = (f", the signature (collective, dtype, op) and the call's number (modulo "
+                      f"{1 << SEQ_BITS}: a message left from an earlier call is refused) ")
         acks = " (a broadcast's and a scatter's root in their acknowledgements)" if signed \
             else ""
-        carried.append(f"the counts {signed}in the messages' tags on groups of 2 to "
-                       f"{MAX_RANKS} ranks{acks}")
+        carried.append(f"the counts{'' if signed.startswith(',') else ' '}{signed}in the "
+                       f"messages' tags on groups of 2 to {MAX_RANKS} ranks{acks}")
         where = f"above {MAX_COUNT} elements, or on more than {MAX_RANKS} ranks"
     else:
         where = f"every group, with MPICOLL_DIRECT={MAX_RANKS}"

@@ -56,7 +56,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 15
+#define CORE_API 16
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -485,13 +485,16 @@ typedef struct {
 } MsgSpec;
 
 /* The messages of one call: start, own block, tests, watched wait, statuses written
- * back, tags and lengths compared, the blocks folded where `fold` is not None. Returns
- * None (done), the record's id (a tag or length differs), or NULL (an exception). */
+ * back, tags and lengths compared, the blocks folded where `fold` is not None. `stamp`:
+ * what the call adds to each tag (its number on the group: _messages.Direct.stamp),
+ * to the sends' tags where they are posted afresh (`specs`), and to those expected.
+ * Returns None (done), the record's id (a tag or length differs), or NULL (an
+ * exception). */
 static PyObject *messages(PyObject *op, PyObject *group, PyObject *seqobj,
                           PyObject *reqlist, PyObject *stlist, PyObject *tags,
                           PyObject *lengths, MPI_Datatype dt, PyObject *copy,
                           PyObject *meta, long spin, PyObject *keep, PyObject *fold,
-                          const MsgSpec *specs, MPI_Comm comm) {
+                          const MsgSpec *specs, MPI_Comm comm, long stamp) {
     long long seq = PyLong_AsLongLong(seqobj);
     if (PyErr_Occurred()) return NULL;
     if (!PyList_Check(reqlist) || !PyList_Check(stlist) || !PyTuple_Check(tags) ||
@@ -532,8 +535,10 @@ static PyObject *messages(PyObject *op, PyObject *group, PyObject *seqobj,
         for (Py_ssize_t k = 0; k < n; k++) reqs[k] = MPI_REQUEST_NULL;
         for (Py_ssize_t k = 0; k < n && err == MPI_SUCCESS; k++) {
             const MsgSpec *m = &specs[k];
-            err = m->send ? MPI_Isend(m->buf, m->count, m->dt, m->peer, m->tag, comm, &reqs[k])
-                          : MPI_Irecv(m->buf, m->count, m->dt, m->peer, m->tag, comm, &reqs[k]);
+            err = m->send
+                ? MPI_Isend(m->buf, m->count, m->dt, m->peer, (int)(m->tag + stamp), comm,
+                            &reqs[k])
+                : MPI_Irecv(m->buf, m->count, m->dt, m->peer, m->tag, comm, &reqs[k]);
             if (err != MPI_SUCCESS) reqs[k] = MPI_REQUEST_NULL; /* (the earlier ones run) */
         }
     }
@@ -599,7 +604,7 @@ static PyObject *messages(PyObject *op, PyObject *group, PyObject *seqobj,
     int same = 1;
     for (Py_ssize_t k = 0; same && k < ntags; k++) {
         long want = PyLong_AsLong(PyTuple_GET_ITEM(tags, k));
-        same = sts[k].MPI_TAG == want;
+        same = sts[k].MPI_TAG == want + stamp;
     }
     for (Py_ssize_t i = 0; same && i < PyTuple_GET_SIZE(lengths); i++) {
         PyObject *kc = PyTuple_GET_ITEM(lengths, i); /* (index, count) */
@@ -625,19 +630,6 @@ out:
     return result;
 }
 
-static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 13) {
-        PyErr_SetString(PyExc_TypeError, "startwait takes 13 arguments");
-        return NULL;
-    }
-    MPI_Datatype *dt = PyMPIDatatype_Get(args[7]);
-    long spin = PyLong_AsLong(args[10]);
-    if (dt == NULL || PyErr_Occurred()) return NULL;
-    return messages(args[0], args[1], args[2], args[3], args[4], args[5], args[6], *dt,
-                    args[8], args[9], spin, args[11], args[12], NULL, MPI_COMM_NULL);
-}
-
 /* Plan: a repeated call's messages, kept by its group (ProcessGroup.kept) under a key
  * that says where its memory lies, made once by the Python side (mpicoll/_collectives/
  * _direct.py) and run here by run() without a return to Python.
@@ -646,7 +638,7 @@ static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nar
 typedef struct {
     PyObject_HEAD
     PyObject *hit;      /* the quick path's entry it was made for (its key's id) */
-    PyObject *reqs;     /* list of mpi4py persistent requests */
+    PyObject *reqs;     /* mpi4py requests: persistent, or empty (specs) */
     PyObject *statuses; /* list of mpi4py Status, one a request */
     PyObject *direct;   /* the Direct: tags, lengths, the counts' check */
     PyObject *tags, *lengths; /* direct.tags, direct.lengths */
@@ -658,7 +650,35 @@ typedef struct {
     MPI_Datatype dt;
     MsgSpec *specs;     /* NULL, or one a request: posted afresh at each run (MsgSpec) */
     MPI_Comm comm;      /* where specs are posted */
+    int bits;           /* where specs: the call's number goes above direct.bits bits, */
+    long stamps;        /* direct.stamps of it (0: none) */
 } Plan;
+
+/* What call `seq` adds to the tags of Plan `p`'s messages (_messages.Direct.stamp) */
+static long plan_stamp(const Plan *p, long long seq) {
+    return p->specs == NULL ? 0 : (long)(seq & p->stamps) << p->bits;
+}
+
+static PyTypeObject PlanType;
+
+/* startwait(op, group, seq, plan, copy, meta, spin, keep, fold): the first run of a
+ * Plan, from the Python path (mpicoll/_collectives/_messages.py, _in_core), with its own
+ * block `copy`, record `meta` and reduction `fold` given there */
+static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9 || Py_TYPE(args[3]) != &PlanType) {
+        PyErr_SetString(PyExc_TypeError, "startwait(op, group, seq, plan, copy, meta, spin, "
+                                         "keep, fold): plan a Plan");
+        return NULL;
+    }
+    Plan *p = (Plan *)args[3];
+    long spin = PyLong_AsLong(args[6]);
+    long long seq = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    return messages(args[0], args[1], args[2], p->reqs, p->statuses, p->tags, p->lengths,
+                    p->dt, args[4], args[5], spin, args[7], args[8], p->specs, p->comm,
+                    plan_stamp(p, seq));
+}
 
 /* A Plan's posts = (communicator, ((send, address, count, datatype, peer, tag), ...)), one
  * a request, read into *specs (PyMem) and *comm. -1 with an error set where they are
@@ -707,7 +727,8 @@ static int plan_specs(PyObject *posts, Py_ssize_t n, MsgSpec **specs, MPI_Comm *
 
 static PyMemberDef plan_members[] = {
     {"hit", T_OBJECT_EX, offsetof(Plan, hit), READONLY, "the quick entry it was made for"},
-    {"reqs", T_OBJECT_EX, offsetof(Plan, reqs), READONLY, "persistent requests"},
+    {"reqs", T_OBJECT_EX, offsetof(Plan, reqs), READONLY,
+     "requests: persistent, or empty where posted afresh"},
     {"statuses", T_OBJECT_EX, offsetof(Plan, statuses), READONLY, "their statuses"},
     {"direct", T_OBJECT_EX, offsetof(Plan, direct), READONLY, "the messages' Direct"},
     {"datatype", T_OBJECT_EX, offsetof(Plan, datatype), READONLY, "MPI datatype"},
@@ -758,12 +779,19 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
         return NULL;
     PyObject *tags = PyObject_GetAttrString(v[3], "tags");
     PyObject *lengths = tags ? PyObject_GetAttrString(v[3], "lengths") : NULL;
-    if (lengths == NULL || !PyTuple_Check(tags) || !PyTuple_Check(lengths)) {
+    PyObject *bits = lengths ? PyObject_GetAttrString(v[3], "bits") : NULL;
+    PyObject *stamps = bits ? PyObject_GetAttrString(v[3], "stamps") : NULL;
+    long nbits = bits ? PyLong_AsLong(bits) : -1, nstamps = stamps ? PyLong_AsLong(stamps) : -1;
+    Py_XDECREF(bits);
+    Py_XDECREF(stamps);
+    if (stamps == NULL || !PyTuple_Check(tags) || !PyTuple_Check(lengths) || nbits < 0 ||
+        nbits > 30 || nstamps < 0) {
         Py_XDECREF(tags);
         Py_XDECREF(lengths);
         PyMem_Free(specs);
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "Plan: direct.tags, .lengths are tuples");
+            PyErr_SetString(PyExc_TypeError, "Plan: direct.tags, .lengths are tuples, "
+                                             ".bits, .stamps small ints");
         return NULL;
     }
     Plan *p = (Plan *)type->tp_alloc(type, 0);
@@ -775,6 +803,8 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
     }
     p->specs = specs;
     p->comm = comm;
+    p->bits = (int)nbits;
+    p->stamps = nstamps;
     PyObject **slots[9] = {&p->hit, &p->reqs, &p->statuses, &p->direct, &p->datatype,
                            &p->copy, &p->meta, &p->fold, &p->args};
     for (int i = 0; i < 9; i++) *slots[i] = Py_NewRef(v[i]);
@@ -1221,8 +1251,11 @@ static PyObject *run_cached(PyObject *op, PyObject *group, PyObject *seq, PlanCa
         Py_XDECREF(less);
         if (bad) goto back;
     }
+    long long n = PyLong_AsLongLong(seq);
+    if (n == -1 && PyErr_Occurred()) goto back;
     result = messages(op, group, seq, p->reqs, p->statuses, p->tags, p->lengths, p->dt,
-                      p->copy, p->meta, spin, keep, p->fold, p->specs, p->comm);
+                      p->copy, p->meta, spin, keep, p->fold, p->specs, p->comm,
+                      plan_stamp(p, n));
 back: { /* put back as the newest, unless another thread's took its place meanwhile */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);

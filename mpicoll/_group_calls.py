@@ -103,7 +103,8 @@ def _free_counts(pg: Any) -> None:
     pg.counts.clear()
     for entry in pg.kept.values():
         for req in entry.reqs:
-            req.Free()
+            if req:  # (a Plan posted afresh holds none)
+                req.Free()
     pg.kept.clear()
     if pg.direct is not None:
         pg.direct.Free()

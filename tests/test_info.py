@@ -53,8 +53,9 @@ def test_info():
         assert rows[module] == md.version(dist), (module, rows[module])
     # which checks are on, and the watchdog's times, as the settings make them
     assert rows["checks"] == (
-        "a mismatch raises on every rank where the call carries what to compare: the counts "
-        "and the signature (collective, dtype, op) in the messages' tags on groups of 2 to 8 "
+        "a mismatch raises on every rank where the call carries what to compare: the counts, "
+        "the signature (collective, dtype, op) and the call's number (modulo 16: a message "
+        "left from an earlier call is refused) in the messages' tags on groups of 2 to 8 "
         "ranks (a broadcast's and a scatter's root in their acknowledgements); the counts "
         "and the signature "
         "beside MPI's collectives that send counts; the signature and root beside "

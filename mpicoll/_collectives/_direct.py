@@ -37,7 +37,7 @@ from .._recorder import recording
 from .._work import Work
 from ._entries import Messages
 from ._layout import Layout
-from ._messages import Direct, Fold, Kept, free, issue, issue_plan, settle_core
+from ._messages import FRESH, Direct, Fold, Kept, free, issue, issue_plan, settle_core
 from ._own_block import own_block_copy
 from ._pack import displs
 from ._signature import signature
@@ -120,7 +120,7 @@ def exchanged(op: str, group: Any, hit: Messages, s: Any, r: Any, keep: Any = No
                 r.reshape(-1), own[1], s.reshape(-1)[own[0]]), keep=keep, depth=6)
             return
         spans = (_fromaddress(sa, s.nbytes, True), sd, _fromaddress(ra, r.nbytes), rd, dt)
-        reqs = d.prepare(group.direct, spans)
+        reqs, posts = d.prepare(group.direct, spans)
         # this rank's own block, flat, over the same address ranges (owning nothing)
         copy = None if own is None else (_frombuffer(spans[2], s.dtype)[own[1]], Ellipsis,
                                          _frombuffer(spans[0], s.dtype)[own[0]])
@@ -129,7 +129,7 @@ def exchanged(op: str, group: Any, hit: Messages, s: Any, r: Any, keep: Any = No
             core = _core_loader.load()  # (where not loaded yet: decided once)
         if core is not None:  # (the core's Plan: its next calls run there, by run_kept)
             entry = new_plan(core, hit, reqs, sts, d, dt,
-                             None if copy is None else (copy[0], copy[2]), args)
+                             None if copy is None else (copy[0], copy[2]), args, posts=posts)
             issue(op, group, d, args, spans, copy, keep=keep, depth=6, started=entry)
             put_back(group.kept, key, entry)
             return
@@ -164,13 +164,13 @@ def kept_call(op: str, group: Any, hit: Any, a: Any, keep: Any,
         if d.big or not keeps(group):  # (posted, as async calls are)
             issue(op, group, d, args, bufs, None, fold, keep=keep, depth=depth)
             return
-        reqs = d.prepare(group.direct, bufs)
+        reqs, posts = d.prepare(group.direct, bufs)
         sts = [_Status() for _ in reqs]
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
         entry = Kept(hit, reqs, sts, args, bufs, finalize=fold, direct=d) if core is None \
             else new_plan(core, hit, reqs, sts, d, bufs[4], None, args,
-                          None if fold is None else fold.spec)
+                          None if fold is None else fold.spec, posts)
     if type(entry) is Kept:
         issue(op, group, entry.direct, entry.args, entry.bufs, None, entry.finalize,
               keep=keep, depth=depth, started=entry)
@@ -202,14 +202,16 @@ def where(lay: Layout) -> int | tuple[int, ...]:
 
 
 def new_plan(core: Any, hit: Any, reqs: list[Any], sts: list[Any], d: Direct, dt: Any,
-             copy: tuple | None, args: tuple, fold: tuple | None = None) -> Any:
-    """The compiled core's ``Plan`` of a repeated call's messages (``reqs``, persistent,
-    their statuses ``sts``; ``copy``: this rank's own block, (destination, source) over
-    the memory's address ranges; ``fold``: an all_reduce's reduction), for the group to
-    keep under :func:`plan_key` and the core to run (:func:`run_kept`)."""
+             copy: tuple | None, args: tuple, fold: tuple | None = None,
+             posts: tuple | None = None) -> Any:
+    """The compiled core's ``Plan`` of a repeated call's messages (``reqs`` and ``posts``
+    as :meth:`Direct.prepare` made them, their statuses ``sts``; ``copy``: this rank's own
+    block, (destination, source) over the memory's address ranges; ``fold``: an
+    all_reduce's reduction), for the group to keep under :func:`plan_key` and the core to
+    run (:func:`run_kept`)."""
     return core.Plan(hit=hit, reqs=reqs, statuses=sts, direct=d, datatype=dt, copy=copy,
                      meta=recorded(args, sts) if recording() else None, fold=fold, args=args,
-                     posts=getattr(reqs, "posts", None))
+                     posts=posts)
 
 
 def run_kept(core: Any, op: str, group: Any, hit: Any, first: Any, second: Any,
@@ -294,12 +296,12 @@ def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tupl
             issue(op, group, d, args, bufs, copy, keep=keep, depth=depth)
             return
         sbuf, sd, rbuf, rd, dt = bufs
-        reqs = d.prepare(group.direct, (span(sbuf, True), sd, span(rbuf, False), rd, dt))
+        reqs, posts = d.prepare(group.direct, (span(sbuf, True), sd, span(rbuf, False), rd, dt))
         sts = [_Status() for _ in reqs]
         core = _core_loader.module or _core_loader.load()
         if core is not None:
             plan = new_plan(core, hit, reqs, sts, d, dt, None if copy is None else
-                            (span(copy[0], False), span(copy[2], True)), args)
+                            (span(copy[0], False), span(copy[2], True)), args, posts=posts)
             issue(op, group, d, args, (None, None, None, None, dt), copy, keep=keep,
                   depth=depth, started=plan)
             put_back(group.kept, key, plan)
@@ -340,7 +342,11 @@ def keeps(group: Any) -> bool:
     saves ~2 us): while the group's calls mostly find theirs (a loop over the same
     tensors); where they mostly miss (memory that moves: XLA's buffers, a loop over more
     tensors than :data:`KEPT`), one call in :data:`PROBE`, to find out whether that
-    changed."""
+    changed. Never where no compiled core is in use and the messages carry the call's
+    number (:data:`._messages.FRESH`): persistent requests, which the Python path
+    would keep, cannot vary their tags."""
+    if FRESH and (_core_loader.module or _core_loader.load()) is None:
+        return False
     missed = group.missed = group.missed + 1
     if missed <= MISSES:
         return True

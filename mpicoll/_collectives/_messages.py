@@ -21,7 +21,6 @@ from .._env import flag
 from .._env import settings as _settings
 from .._mpi import MPI
 from .._recorder import done, issued, kept, recording, waiting
-from .._start import is_open_mpi
 from .._tags import tag_ub
 from .._wait import wait_requests
 from .._work import Work
@@ -35,6 +34,7 @@ _BYTE = MPI.BYTE
 _buffer = MPI.buffer
 _INT_MAX = 2**31 - 1
 _Status = MPI.Status
+_Request = MPI.Request
 _testall = MPI.Request.Testall
 _startall = MPI.Prequest.Startall
 
@@ -76,17 +76,20 @@ def _ack_room(nbytes: int) -> list:
 
 _NOTHING = [bytearray(1), (0, 0), _BYTE]
 
-# whether the compiled core posts a kept Plan's messages afresh at each run (MPI_Irecv,
-# MPI_Isend) rather than starting its persistent requests: on Open MPI, whose persistent
-# starts measured about 1.75x the cost of new messages (MPICH: the same cost).
-# MPICOLL_FRESH=0/1 overrides, to measure one against the other
-FRESH = flag("MPICOLL_FRESH", is_open_mpi())
-
-
-class _Prepared(list):
-    """:meth:`Direct.prepare`'s persistent requests, with ``posts`` where :data:`FRESH`."""
-
-    posts = None
+# whether a direct call's messages are posted afresh at each call (MPI_Irecv, MPI_Isend,
+# from the compiled core's kept Plan), so that each send's tag also carries the call's
+# number on its group (:data:`SEQ_BITS` of it), rather than restarted from persistent
+# requests, whose tags are fixed when they are made. The number tells a message left over
+# from an earlier call (a root that differed beyond two ranks, an error caught and the job
+# gone on) from this call's, where it would otherwise be received as this call's data.
+# Measured: on Open MPI persistent starts cost about 1.75x new messages (0.31 against
+# 0.18 us a pair, 8 B, 2 ranks); on MPICH the same. Where no core is in use, a direct call
+# then posts its messages at each call (nothing kept). MPICOLL_FRESH=0: persistent
+# requests, no call number in the tags (to measure one against the other)
+FRESH = flag("MPICOLL_FRESH", True)
+# the bits of a call's number on its group that each tag carries (calls counted modulo
+# 2**SEQ_BITS), between the count and the signature
+SEQ_BITS = 4
 
 
 def _where(spec: list) -> tuple[int, int, Any]:
@@ -133,20 +136,25 @@ class Direct:
     queued for the next call between them."""
 
     __slots__ = ("acks_in", "acks_out", "base", "big", "bits", "capped", "cmax", "counts",
-                 "lengths", "recvs", "room", "sends", "sig", "sizes", "tags", "zeros")
+                 "lengths", "recvs", "room", "sends", "shift", "sig", "sizes", "stamps", "tags",
+                 "zeros")
 
     def __init__(self, recvs: list[tuple[int, int, int]], sends: list[tuple[int, int]],
                  base: list[int], sizes: Sizes | None, n: int,
                  counts: tuple[list[int], list[int]] | None = None, sig: int = 0,
                  acks: list[tuple] = (), room: int = 0) -> None:
-        # a tag: the count above the signature's bits (:mod:`._signature`: which
-        # collective, dtype and reduce op), the count capped at what the tag can hold
+        # a tag: the count, then the call's number (:meth:`stamp`, where the messages are
+        # posted afresh at each call: :data:`FRESH`), then the signature's bits
+        # (:mod:`._signature`: which collective, dtype and reduce op); the count capped at
+        # what the tag can hold. The tags below carry no number: :meth:`stamp` adds it
         b = self.bits = bits() if sizes is not None else 0
         self.sig = sig if b else 0
-        cmax = self.cmax = ((tag_ub() + 1) >> b) - 1
+        self.stamps = (1 << SEQ_BITS) - 1 if b and FRESH else 0
+        shift = self.shift = b + (SEQ_BITS if self.stamps else 0)
+        cmax = self.cmax = ((tag_ub() + 1) >> shift) - 1
 
         def tag(c: int, signed: int = self.sig) -> int:
-            return min(c, cmax) << b | signed
+            return min(c, cmax) << shift | signed
 
         # (only where the tags carry signatures: else an acknowledgement's tag, its count
         # alone, would pass for the data a receive expects, and two roots return unwritten)
@@ -170,44 +178,54 @@ class Direct:
         self.big = _large.MPI3 and any(c > _large.INT_MAX for c in (
             *(c for _, c, _ in recvs), *(c for _, c in sends)))
 
-    def post(self, comm: Any, bufs: tuple) -> list[Any]:
-        """Post the receives, then the sends: ``bufs`` = (send buffer, its displacement
-        for each rank, receive buffer, its displacement for each rank, MPI datatype),
-        displacements in elements."""
+    def stamp(self, seq: int) -> int:
+        """What call ``seq`` on the group adds to each of its tags: its number, modulo
+        2**:data:`SEQ_BITS`, above the signature (0 where the tags carry none)."""
+        return (seq & self.stamps) << self.bits
+
+    def post(self, comm: Any, bufs: tuple, seq: int) -> list[Any]:
+        """Post the receives, then the sends, of call ``seq`` on the group: ``bufs`` =
+        (send buffer, its displacement for each rank, receive buffer, its displacement for
+        each rank, MPI datatype), displacements in elements."""
         sbuf, sd, rbuf, rd, dt = bufs
         irecv, isend, isz = comm.Irecv, comm.Isend, dt.Get_size()
         data = len(self.recvs) - len(self.acks_in)
+        at = self.stamp(seq)
         if self.big:  # (in the same order: the data's receives, the acknowledgements', ...)
             reqs = _large.post_messages(comm, self.recvs[:data], [], sbuf, sd, rbuf, rd, dt)
             reqs += [irecv(_ack_room(self.room * isz), j, _ANY) for j, _, _ in self.acks_in]
-            reqs += _large.post_messages(comm, [], self.sends, sbuf, sd, rbuf, rd, dt)
-            return reqs + [isend(_NOTHING, j, tag) for j, tag in self.acks_out]
+            reqs += _large.post_messages(comm, [], [(j, c, tag + at) for j, c, tag in self.sends],
+                                         sbuf, sd, rbuf, rd, dt)
+            return reqs + [isend(_NOTHING, j, tag + at) for j, tag in self.acks_out]
         reqs = [irecv(_bytes(rbuf, c, rd[j], dt, isz), j, _ANY) for j, c, _ in self.recvs[:data]]
         reqs += [irecv(_ack_room(self.room * isz), j, _ANY) for j, _, _ in self.acks_in]
         for j, c, tag in self.sends:
-            reqs.append(isend(_bytes(sbuf, c, sd[j], dt, isz), j, tag))
-        reqs += [isend(_NOTHING, j, tag) for j, tag in self.acks_out]
+            reqs.append(isend(_bytes(sbuf, c, sd[j], dt, isz), j, tag + at))
+        reqs += [isend(_NOTHING, j, tag + at) for j, tag in self.acks_out]
         return reqs
 
-    def prepare(self, comm: Any, bufs: tuple) -> list[Any]:
-        """:meth:`post`'s messages as persistent requests, not started (Recv_init,
-        Send_init; not where :attr:`big`). Where :data:`FRESH`, the list also carries
-        ``posts``: each message as the compiled core posts it afresh at each run (send,
-        address, count, datatype, peer, tag), with ``comm``."""
+    def prepare(self, comm: Any, bufs: tuple) -> tuple[list[Any], tuple | None]:
+        """:meth:`post`'s messages for a call kept as the compiled core's ``Plan``, or the
+        Python path's :class:`Kept` (not where :attr:`big`): (requests, posts). Where
+        :data:`FRESH` (the core's only), ``posts`` is (``comm``, each message as the core
+        posts it afresh at each run: (send, address, count, datatype, peer, tag without
+        the call's number)), and the requests are empty (``MPI_REQUEST_NULL``), one a
+        message, for the core to hand back those MPI left running after an error. Else
+        ``posts`` is None and the requests persistent, not started (Recv_init,
+        Send_init)."""
         sbuf, sd, rbuf, rd, dt = bufs
-        rinit, sinit, isz = comm.Recv_init, comm.Send_init, dt.Get_size()
+        isz = dt.Get_size()
         data = len(self.recvs) - len(self.acks_in)
         specs = [(0, _bytes(rbuf, c, rd[j], dt, isz), j, _ANY)
                  for j, c, _ in self.recvs[:data]]
         specs += [(0, _ack_room(self.room * isz), j, _ANY) for j, _, _ in self.acks_in]
         specs += [(1, _bytes(sbuf, c, sd[j], dt, isz), j, tag) for j, c, tag in self.sends]
         specs += [(1, _NOTHING, j, tag) for j, tag in self.acks_out]
-        reqs = _Prepared((sinit if send else rinit)(spec, j, tag)
-                         for send, spec, j, tag in specs)
         if FRESH:
-            reqs.posts = (comm, tuple((send, *_where(spec), j, tag)
-                                      for send, spec, j, tag in specs))
-        return reqs
+            return ([_Request() for _ in specs],
+                    (comm, tuple((send, *_where(spec), j, tag) for send, spec, j, tag in specs)))
+        rinit, sinit = comm.Recv_init, comm.Send_init
+        return [(sinit if send else rinit)(spec, j, tag) for send, spec, j, tag in specs], None
 
     def check(self, statuses: list[Any], me: int, dt: Any, seq: int = 0) -> None:
         """Raise SignatureMismatch where a peer's call is another collective, or of another
@@ -217,22 +235,25 @@ class Direct:
         sizes = self.sizes
         if sizes is None:
             return
+        at = self.stamp(seq)
         # the common case, each tag as expected: one test each (the sends' statuses follow)
         for want, st in zip(self.tags, statuses, strict=False):
-            if st.Get_tag() != want:
+            if st.Get_tag() != want + at:
                 break
         else:
             if not self.capped:
                 return
-        b, cmax, mask = self.bits, self.cmax, (1 << self.bits) - 1
+        b, cmax, mask, shift = self.bits, self.cmax, (1 << self.bits) - 1, self.shift
         for k, want in enumerate(self.tags):
             st = statuses[k]
             tag = st.Get_tag()  # (negative: no status, after an error; not compared)
+            if tag >= 0 and (tag >> b) & self.stamps != seq & self.stamps:
+                self._leftover(self.recvs[k][0], (tag >> b) & self.stamps, me, seq)
             if tag >= 0 and tag & mask != want & mask:
                 self._differs(self.recvs[k][0], want & mask, tag & mask, me,
                               k >= len(self.tags) - len(self.acks_in), seq)
-            if (tag != want and tag >= 0) or (tag >> b == cmax and not self.big and
-                                              st.Get_count(dt) != self.recvs[k][1]):
+            if (tag != want + at and tag >= 0) or (tag >> shift == cmax and not self.big and
+                                                   st.Get_count(dt) != self.recvs[k][1]):
                 break
         else:
             return
@@ -240,9 +261,23 @@ class Direct:
         for k, (_, c, at) in enumerate(self.recvs):
             st = statuses[k]
             tag = st.Get_tag()
-            got[at] = c if tag < 0 else tag >> b if tag >> b < cmax or self.big or \
+            got[at] = c if tag < 0 else tag >> shift if tag >> shift < cmax or self.big or \
                 st.Get_error() else st.Get_count(dt)
         sizes.mismatch(_array(got, _int64), me)
+
+    def _leftover(self, peer: int, theirs: int, me: int, seq: int) -> None:
+        """Raise SignatureMismatch: group rank ``peer``'s message, received at call ``seq``
+        on the group, was sent at another call (``theirs``: its number, modulo
+        2**:data:`SEQ_BITS`)."""
+        m = self.stamps + 1
+        then = seq - (seq - theirs) % m
+        raise torch_flavoured(SignatureMismatch)(
+            f"{self.sizes.op} #{seq}: rank {peer}'s message to rank {me} belongs to another "
+            f"call: rank {peer} sent it at its call #{then} on the group (or {m}, {2 * m}, "
+            f"... calls before it: the tags count calls modulo {m}), left over from an "
+            "earlier call that did not complete on every rank (a root that differed, an "
+            f"error caught and the job gone on). The output of rank {me} is not what the "
+            "call asked for; every rank must make the same collectives, in the same order")
 
     def _differs(self, peer: int, mine: int, theirs: int, me: int, root: bool,
                  seq: int) -> None:
@@ -345,7 +380,7 @@ def issue(op: str, group: Any, direct: Direct, args: tuple, bufs: tuple,
         raise
     try:
         if started is None:
-            reqs = direct.post(group.direct, bufs)
+            reqs = direct.post(group.direct, bufs, seq)
             sts = [_Status() for _ in reqs]
         else:
             reqs, sts = started.reqs, started.statuses
@@ -435,7 +470,7 @@ def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tup
         copy[0][copy[1]] = copy[2]
         copy = None
     try:
-        differs = core.startwait(op, group, seq, reqs, sts, direct.tags, direct.lengths, dt,
+        differs = core.startwait(op, group, seq, started,
                                  None if copy is None else (copy[0], copy[2]),
                                  kept(args, sts) if recording() else None,
                                  len(_polling.spin), args, fold)

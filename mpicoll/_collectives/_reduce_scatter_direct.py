@@ -131,13 +131,14 @@ def exchanged(op: str, group: Any, hit: Reduced, s: Any, r: Any, keep: Any = Non
             issue(op, group, d, args, (sbuf, sd, scratch, rd, dt), None, reduced, keep=keep,
                   depth=depth)
             return
-        reqs = d.prepare(group.direct, (sbuf, sd, scratch, rd, dt))
+        reqs, posts = d.prepare(group.direct, (sbuf, sd, scratch, rd, dt))
         sts = [_Status() for _ in reqs]
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
         if core is not None:  # (its next calls run there: run_kept)
             fold = None if not c else (mpi_op, me, out, scratch, own)
-            entry = _direct.new_plan(core, hit, reqs, sts, d, dt, None, args, fold)
+            entry = _direct.new_plan(core, hit, reqs, sts, d, dt, None, args, fold,
+                                     posts)
             issue(op, group, d, args, (None, sd, None, rd, dt), None, reduced, keep=keep,
                   depth=depth, started=entry, fold=fold)
             _direct.put_back(group.kept, key, entry)

@@ -116,7 +116,7 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: OffRoot | R
         if d.big or not keeps(pg):  # (posted, as async calls are)
             issue(op, pg, d, args, bufs, copy, keep=keep, depth=5)
             return
-        reqs = d.prepare(pg.direct, bufs)
+        reqs, posts = d.prepare(pg.direct, bufs)
         sts = [_Status() for _ in reqs]
         if core is None:
             core = _core_loader.load()  # (where not loaded yet: decided once)
@@ -124,7 +124,7 @@ def quick(op: str, pg: Any, root: int, gathering: bool, a: Any, hit: OffRoot | R
             slot = None if copy is None else _fromaddress(lay.addresses[root], a.nbytes,
                                                           not gathering)
             entry = new_plan(core, hit, reqs, sts, d, dt, None if copy is None else
-                             (slot, mine) if gathering else (mine, slot), args)
+                             (slot, mine) if gathering else (mine, slot), args, posts=posts)
         else:
             entry = Kept(hit, reqs, sts, args, bufs, direct=d)
     if type(entry) is Kept:

@@ -86,9 +86,9 @@ def _barrier(name: str, pg: Any, async_op: bool) -> Work | None:
         return _direct.issue(name, pg, d, (), bufs, None, None, async_op, sig=_no_arguments)
     # (the group keeps none yet: made, run this once by the Python path, kept)
     key = _direct.plan_key(_HIT, _NONE, None)
-    reqs = d.prepare(pg.direct, bufs)
+    reqs, posts = d.prepare(pg.direct, bufs)
     sts = [MPI.Status() for _ in reqs]
-    plan = _direct.new_plan(core, _HIT, reqs, sts, d, MPI.BYTE, None, ())
+    plan = _direct.new_plan(core, _HIT, reqs, sts, d, MPI.BYTE, None, (), posts=posts)
     _direct.issue(name, pg, d, (), bufs, None, None, False, started=plan)
     _direct.put_back(pg.kept, key, plan)
     return None

@@ -165,6 +165,7 @@ def one(backend: str, case: str) -> None:
         got = "right" if np.array_equal(x.numpy().astype(np.float64), want) else "WRONG"
     except Exception as e:  # noqa: BLE001  (what the rank got is the measurement)
         got = type(e).__name__
+        print(f"MESSAGE {rank} {e}", flush=True)
     print(f"OUTCOME {rank} {got}", flush=True)
     sys.stdout.flush()
     # (the launcher may end every rank once one has left without MPI_Finalize: a rank
