@@ -114,9 +114,9 @@ def test_info_verbose():
         "groups of 2 to "
         f"{most} ranks: point-to-point "
         "messages, each with "
-        "its count and the call's signature in its tag; a repeated blocking "
-        "call's kept as persistent ones (up to 16 per group; posted where a group's calls "
-        "mostly find none)" if most > 1 else
+        "its count and the call's signature in its tag, and the call's number; a repeated "
+        "blocking call's kept by the compiled core and posted afresh (up to 16 per group; "
+        "posted with no core, or where a group's calls mostly find none)" if most > 1 else
         f"never (MPICOLL_DIRECT={most}): MPI collectives, their counts beside them"), rows["exchanges"]
     # each framework imported: its version, and no "(import failed: ...)"
     for module, dist in (("numpy", "numpy"), ("torch", "torch"), ("paddle", "paddlepaddle"),

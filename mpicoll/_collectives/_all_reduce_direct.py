@@ -4,11 +4,12 @@ blocks in rank order.
 
 Why: at the sizes where an all_reduce costs its latency (:data:`MAX_COUNT` elements and
 below), one message each way between every pair of ranks is as fast as MPI's algorithms,
-and, restarted as persistent requests, skips what MPI's nonblocking collective costs
-(MPICH: ~1.6 us at 8 B, 2 ranks). And each message's tag carries the count and the call's
-signature (:mod:`._signature`): a rank whose dtype, reduce op, count or collective
-differs is caught by every rank that receives from it (SignatureMismatch,
-SizeMismatch), where MPI's Allreduce returned a wrong result silently.
+and, posted by the compiled core from a kept plan, skips what MPI's nonblocking
+collective costs (MPICH: ~1.6 us at 8 B, 2 ranks). And each message's tag carries the
+count and the call's signature (:mod:`._signature`): a rank whose dtype, reduce op,
+count or collective differs is caught by every rank that receives from it
+(SignatureMismatch, SizeMismatch), where MPI's Allreduce returned a wrong result
+silently.
 
 Every rank reduces the same blocks in the same order, x0 op x1 op ... op x(n-1), with the
 MPI op itself (``MPI_Reduce_local``: the op and datatype MPI's Allreduce would use), so

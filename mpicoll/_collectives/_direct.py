@@ -49,8 +49,8 @@ __all__ = ["MAX_RANKS", "Direct", "chosen", "describe", "exchanged", "issue", "k
 
 
 MAX_RANKS = direct_ranks()
-# persistent messages kept per group, in use order (:func:`exchanged`): a training loop
-# exchanges between a few tensors over and over
+# repeated calls' messages kept per group, in use order (:func:`exchanged`): a training
+# loop exchanges between a few tensors over and over
 KEPT = 16
 # a group's calls that found no kept messages, less those that found theirs, past which
 # those that find none post their messages, but for one call in PROBE (:func:`keeps`)
@@ -279,7 +279,7 @@ def started(op: str, group: Any, d: Direct, make: Callable[[], tuple[tuple, tupl
             copy: tuple | None, keep: Any = None, depth: int = 4, *, hit: Any,
             key: tuple) -> None:
     """A blocking direct call of a quick entry ``hit`` (a list's: its :class:`Direct`
-    ``d``), its messages as persistent requests that the group keeps by ``key``
+    ``d``), its messages kept by the group (the core's ``Plan``) by ``key``
     (:func:`plan_key`'s: ``id(hit)`` and where the memory lies, :func:`where` for a list:
     whatever array lies there now, the entry fixes its size and layout), in use order;
     taken out while in use, put back once complete. ``make()`` gives :func:`issue`'s
@@ -382,6 +382,9 @@ def describe() -> str:
             f"broadcast and reduce of small tensors; barrier too, on the MPICH family) on "
             f"groups of 2 "
             f"to {MAX_RANKS} ranks: "
-            "point-to-point messages, each with its count and the call's signature in its tag; "
-            f"a repeated blocking call's kept as persistent ones (up to {KEPT} per group; "
-            "posted where a group's calls mostly find none)")
+            "point-to-point messages, each with its count and the call's signature in its tag"
+            + (", and the call's number; a repeated blocking call's kept by the compiled core "
+               f"and posted afresh (up to {KEPT} per group; posted with no core, or where a "
+               "group's calls mostly find none)" if FRESH else
+               f"; a repeated blocking call's kept as persistent ones (up to {KEPT} per "
+               "group; posted where a group's calls mostly find none)"))

@@ -489,7 +489,8 @@ def _in_core(core: Any, op: str, group: Any, seq: int, direct: Direct, args: tup
 
 def settle_core(core: Any, op: str, group: Any, seq: int, direct: Direct, reqs: list[Any],
                 sts: list[Any], dt: Any, args: tuple, keep: Any, outcome: Any) -> None:
-    """What the compiled core left of call ``seq``'s messages (persistent ``reqs``): an
+    """What the compiled core left of call ``seq``'s messages (``reqs``: persistent, or
+    those MPI left running where they were posted afresh): an
     MPI error (``outcome``, raised: what the tags say first, :func:`_explain`), or the
     record's id where a tag or a length differs (:meth:`Direct.check` raises, the record
     marked failed and ``reqs`` freed; returns where the counts' check is off)."""

@@ -1,6 +1,6 @@
 """[2] gather, scatter and small broadcasts as direct messages (:mod:`._direct`): between
 the root and each rank, this rank's own entry copied locally on the root; a repeated
-blocking call's messages kept by the group as persistent ones."""
+blocking call's messages kept by the group (:func:`._direct.started`)."""
 
 from __future__ import annotations
 
