@@ -74,6 +74,15 @@ def into_place(plan: Plan, arr: np.ndarray, dtype: str) -> tuple[np.ndarray, tup
     return recv, ([send, dt], [recv, dt])
 
 
+def in_place(recv: np.ndarray, specs: tuple) -> np.ndarray:
+    """:func:`into_place`'s ``recv`` holding this rank's values, for a reduction made in
+    place there (direct messages): where the input is a separate pre-scaled copy (a
+    premul_sum's, ``specs[0]``), its values copied into ``recv`` first."""
+    if specs[0] is not MPI.IN_PLACE:
+        np.copyto(recv, specs[0][0])
+    return recv
+
+
 def finisher(plan: Plan, recv: np.ndarray, out: Buffer, n: int) -> Callable[[], None] | None:
     """The completion step: AVG's divide, rounding back to low precision, write-back."""
     average, widened, dtype = plan.average, plan.widen, out.dtype

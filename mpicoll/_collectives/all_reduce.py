@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from numpy import copyto as _copyto
-
 from .. import _core_loader, _departed, _polling
 from .._adapter import as_buffer
 from .._adapter.views import QUICKERS
@@ -82,10 +80,8 @@ def _general(name: str, pg: Any, tensor: Any, op: Any, async_op: bool) -> Work |
     sig = lambda: {"dtype": buf.dtype, "numel": buf.numel,  # noqa: E731
                    "reduce_op": op_name(op)}
     if _all_reduce_direct.chosen(pg, recv.size):  # (alike on every rank: group, size)
-        if specs[0] is not MPI.IN_PLACE:  # (a premul_sum's pre-scaled copy: its values
-            _copyto(recv, specs[0][0])  # first where the result goes, reduced in place)
-        return _all_reduce_direct.general(name, pg, recv, buf.dtype, p.mpi_op, op_name(op),
-                                          fin, async_op, [tensor], sig)
+        return _all_reduce_direct.general(name, pg, _reduce.in_place(recv, specs), buf.dtype,
+                                          p.mpi_op, op_name(op), fin, async_op, [tensor], sig)
     return issue(name, pg, "Allreduce", args, fin, async_op, [tensor], sig=sig,
                  sizes=signed(name, pg, buf.dtype, op_name(op), -1, recv.size))
 

@@ -216,11 +216,9 @@ def _reduce_general(name: str, pg: Any, tensor: Any, root: int, op: Any,
                      sizes=signed(name, pg, buf.dtype, op_name(op), root, buf.numel))
     recv, specs = _reduce.into_place(p, buf.array, buf.dtype)
     fin = _reduce.finisher(p, recv, buf, pg.nranks)
-    if direct:  # (in place: a pre-scaled copy's values first where the result goes)
-        if specs[0] is not MPI.IN_PLACE:
-            np.copyto(recv, specs[0][0])
-        return _reduce_direct.general(name, pg, root, recv, buf.dtype, p.mpi_op, op_name(op),
-                                      fin, async_op, [tensor], sig)
+    if direct:
+        return _reduce_direct.general(name, pg, root, _reduce.in_place(recv, specs), buf.dtype,
+                                      p.mpi_op, op_name(op), fin, async_op, [tensor], sig)
     args = (*specs, p.mpi_op, root)
     return issue(name, pg, "Reduce", args, fin, async_op, [tensor], sig=sig,
                  sizes=signed(name, pg, buf.dtype, op_name(op), root, buf.numel))

@@ -39,8 +39,13 @@ CASES = {
     "big-op": "all_reduce of 2**20 elements, SUM on rank 0, MAX elsewhere",
     "big-root": "broadcast of 2**20 elements, src=0 on rank 0, src=1 elsewhere",
     "big-reduce": "reduce of 2**20 elements to rank 0, float32 on rank 0, int32 elsewhere",
+    # what the default check does not reach (docs/errors.md: not compared)
+    "mid-dtype": "all_reduce of 4096 elements, float32 on rank 0, float64 elsewhere",
+    "mid-op": "all_reduce of 4096 elements, SUM on rank 0, MAX elsewhere",
+    "skip-same": "rank 1 skips one all_reduce, then two more all_reduces",
 }
 BIG = 1 << 20  # (MPI's own collectives, with their signature beside the data: _sizes)
+MID = 4096  # (MPI's own collectives, nothing beside them: above 512 elements, below BIG)
 
 
 def one(backend: str, case: str) -> None:
@@ -158,6 +163,22 @@ def one(backend: str, case: str) -> None:
             x = torch.full((BIG,), rank + 1, dtype=f32 if rank == 0 else torch.int32)
             dist.reduce(x, dst=0)
             want = np.full(BIG, float(sum(range(1, size + 1)) if rank == 0 else rank + 1))
+        elif case == "mid-dtype":
+            x = torch.full((MID,), rank + 1.0, dtype=f32 if rank == 0 else f64)
+            dist.all_reduce(x)
+            want = np.full(MID, float(sum(range(1, size + 1))))
+        elif case == "mid-op":
+            x = torch.full((MID,), rank + 1.0)
+            dist.all_reduce(x, op=dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX)
+            want = np.full(MID, float(sum(range(1, size + 1)) if rank == 0 else size))
+        elif case == "skip-same":
+            # (call k sums k + 1 on every rank: rank 1's first all_reduce, its call 1,
+            # meets the others' call 0)
+            ks = [1, 2] if rank == 1 else [0, 1, 2]
+            ys = [torch.full((3,), k + 1.0) for k in ks]
+            for y in ys:
+                dist.all_reduce(y)
+            x, want = torch.cat(ys), np.concatenate([np.full(3, size * (k + 1.0)) for k in ks])
         elif case == "shapes":
             x = torch.arange(6.0).reshape((2, 3) if rank == 0 else (3, 2))
             dist.all_reduce(x)
@@ -174,7 +195,7 @@ def one(backend: str, case: str) -> None:
     os._exit(0)  # (no teardown: a rank left in a collective is the point)
 
 
-_OUTCOME = re.compile(r"OUTCOME (\d+) ([A-Za-z]+?)(?=OUTCOME|\s|$)")
+_OUTCOME = re.compile(r"OUTCOME (\d+) ([A-Za-z]+?)(?=OUTCOME|MESSAGE|\s|$)")
 
 
 def table(ranks: int, backends: list[str], only: list[str] | None = None) -> None:
