@@ -1111,6 +1111,7 @@ static PyObject *str_missed = NULL, *str_seq = NULL, *str_size = NULL, *str_kept
 static PyObject *str_direct = NULL, *str_reduced = NULL, *str_comm = NULL, *str_rank = NULL;
 static PyObject *str_index = NULL;
 static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL, ... */
+static PyObject *str_vmethods[5] = {NULL}; /* by V_ALLTOALLV, V_ALLGATHER, ... */
 
 /* The attributes of a group (mpicoll/_process_group.py, ProcessGroup) the core reads or
  * writes on every call. ProcessGroup keeps them in __slots__, whose member descriptors
@@ -1781,6 +1782,170 @@ static PyObject *exchange_meta(PyObject *hit) {
     return meta;
 }
 
+/* MPI's collectives whose counts differ by rank (the v-collectives), as a quick entry
+ * describes them where no counts travel beside the data (one rank alone, or the check
+ * off) and no own block is copied: all_to_all_single with split sizes and all_to_all's
+ * lists (Alltoallv), all_gather's list (Allgather, Allgatherv), reduce_scatter's list of
+ * chunks (Reduce_scatter_block, Reduce_scatter). Counts and displacements in elements of
+ * `dt`, one a rank. */
+enum { V_ALLTOALLV, V_ALLGATHER, V_ALLGATHERV, V_REDUCE_SCATTER_BLOCK, V_REDUCE_SCATTER };
+#define FEW_RANKS 64
+typedef struct {
+    int kind, n;
+    void *sb, *rb;
+    int scount, rcount; /* ALLGATHER(V): scount sent; ALLGATHER, REDUCE_SCATTER_BLOCK: rcount */
+    int *sc, *sd, *rc, *rd; /* one a rank (into few[], or PyMem where more ranks) */
+    int few[4 * FEW_RANKS];
+    MPI_Datatype dt;
+    MPI_Op op;
+} VCall;
+
+/* Room in `v` for its four arrays of `n` ints; -1 with an error where none is left. */
+static int vcall_room(VCall *v, int n) {
+    v->n = n;
+    int *at = n <= FEW_RANKS ? v->few : PyMem_Malloc(sizeof(int) * 4 * (size_t)n);
+    if (at == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    v->sc = at, v->sd = at + n, v->rc = at + 2 * n, v->rd = at + 3 * n;
+    return 0;
+}
+
+static void vcall_done(VCall *v) {
+    if (v->sc != NULL && v->sc != v->few) PyMem_Free(v->sc);
+    v->sc = NULL;
+}
+
+/* The `n` ints of the list or tuple `seq` into `out`; -1 with an error where it is not such. */
+static int ints_into(PyObject *seq, int n, int *out) {
+    if (!(PyList_Check(seq) || PyTuple_Check(seq)) || PySequence_Fast_GET_SIZE(seq) != n) {
+        PyErr_SetString(PyExc_TypeError, "a quick entry's counts: one int a rank");
+        return -1;
+    }
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (int i = 0; i < n; i++) {
+        long v = PyLong_AsLong(items[i]);
+        if (v == -1 && PyErr_Occurred()) return -1;
+        if (v < 0 || v > INT_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "a quick entry's counts: outside an int");
+            return -1;
+        }
+        out[i] = (int)v;
+    }
+    return 0;
+}
+
+/* The (counts, displacements) pair `pair` into `counts`, `displs`. */
+static int pair_into(PyObject *pair, int n, int *counts, int *displs) {
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_SetString(PyExc_TypeError, "a quick entry's (counts, displacements)");
+        return -1;
+    }
+    return ints_into(PyTuple_GET_ITEM(pair, 0), n, counts) < 0 ? -1
+        : ints_into(PyTuple_GET_ITEM(pair, 1), n, displs);
+}
+
+/* Post (or, blocking, make) the call `v` on `comm`. */
+static int vcall_post(const VCall *v, MPI_Comm comm, int blocking, MPI_Request *req) {
+    switch (v->kind) {
+    case V_ALLTOALLV:
+        return blocking ? MPI_Alltoallv(v->sb, v->sc, v->sd, v->dt, v->rb, v->rc, v->rd, v->dt,
+                                        comm)
+                        : MPI_Ialltoallv(v->sb, v->sc, v->sd, v->dt, v->rb, v->rc, v->rd,
+                                         v->dt, comm, req);
+    case V_ALLGATHER:
+        return blocking ? MPI_Allgather(v->sb, v->scount, v->dt, v->rb, v->rcount, v->dt, comm)
+                        : MPI_Iallgather(v->sb, v->scount, v->dt, v->rb, v->rcount, v->dt, comm,
+                                         req);
+    case V_ALLGATHERV:
+        return blocking ? MPI_Allgatherv(v->sb, v->scount, v->dt, v->rb, v->rc, v->rd, v->dt,
+                                         comm)
+                        : MPI_Iallgatherv(v->sb, v->scount, v->dt, v->rb, v->rc, v->rd, v->dt,
+                                          comm, req);
+    case V_REDUCE_SCATTER_BLOCK:
+        return blocking ? MPI_Reduce_scatter_block(v->sb, v->rb, v->rcount, v->dt, v->op, comm)
+                        : MPI_Ireduce_scatter_block(v->sb, v->rb, v->rcount, v->dt, v->op,
+                                                    comm, req);
+    default:
+        return blocking ? MPI_Reduce_scatter(v->sb, v->rb, v->rc, v->dt, v->op, comm)
+                        : MPI_Ireduce_scatter(v->sb, v->rb, v->rc, v->dt, v->op, comm, req);
+    }
+}
+
+/* The call `v` on `group`, blocking: numbered (whatever happens next), recorded (`meta`:
+ * what the Python path's record keeps of its arguments; `count`: elements received),
+ * posted and waited for as exchange_in's. Returns MPI_SUCCESS, MPI's error (its
+ * exception not raised: the caller explains it), or -1 with an exception set. */
+static int vcall_in(const VCall *v, PyObject *op, PyObject *group, PyObject *dtobj,
+                    PyObject *meta, long long count, long spin, PyObject *keep) {
+    PyObject *commobj = group_get(group, G_COMM);
+    if (commobj == NULL) return -1;
+    MPI_Comm *comm = PyMPIComm_Get(commobj);
+    PyObject *seq = comm == NULL ? NULL : next_seq(group, 1);
+    int err = -1;
+    if (seq == NULL) goto out;
+    Record *rec = capacity > 0 ? record(op, group, PyLong_AsLongLong(seq), count, dtobj, NULL,
+                                        meta)
+                               : NULL;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (alone(*comm)) { /* (nothing to wait for: MPI's blocking call, its cheaper path) */
+        err = vcall_post(v, *comm, 1, NULL);
+    } else if ((err = vcall_post(v, *comm, 0, &req)) == MPI_SUCCESS) {
+        err = wait_for(&req, rec, spin, op, group, seq, keep);
+    }
+    if (rec != NULL) {
+        rec->done = now_ns();
+        if (err != MPI_SUCCESS) rec->state = FAILED;
+    }
+out:
+    Py_XDECREF(seq);
+    Py_DECREF(commobj);
+    return err;
+}
+
+/* The MPI error `err` of a v-collective as the caller hands it back: (hit, first, second,
+ * error) for the Python side to explain (mpicoll/_collectives/_call.py, vcall_failed),
+ * or NULL where it is not MPI's (-1: an exception already set). */
+static PyObject *vcall_failed(int err, PyObject *hit, PyObject *first, PyObject *second) {
+    if (err < 0 || raise_mpi(err) != NULL) return NULL;
+    PyObject *e = mpi_error_taken();
+    if (e == NULL) return NULL;
+    PyObject *result = PyTuple_Pack(4, hit, first, second, e);
+    Py_DECREF(e);
+    return result;
+}
+
+/* Which v-collective a quick entry's `method` names (V_ALLTOALLV, ...), or -1. */
+static int vmethod_kind(PyObject *method) {
+    if (method == NULL || !PyUnicode_Check(method)) return -1;
+    for (int k = V_ALLTOALLV; k <= V_REDUCE_SCATTER; k++)
+        if (method == str_vmethods[k]) return k;
+    for (int k = V_ALLTOALLV; k <= V_REDUCE_SCATTER; k++)
+        if (PyUnicode_Compare(method, str_vmethods[k]) == 0) return k;
+    if (PyErr_Occurred()) PyErr_Clear();
+    return -1;
+}
+
+/* The record's (count, datatype) of a buffer given by counts and displacements: as
+ * _recorder.kept keeps [buffer, (counts, displs), datatype], the pair `given` where the
+ * entry holds it, else (counts, the displacements `displs`) made here. */
+static PyObject *v_spec(PyObject *given, PyObject *counts, const int *displs, int n,
+                        PyObject *dtobj) {
+    if (given != NULL) return PyTuple_Pack(2, given, dtobj);
+    PyObject *d = PyList_New(n);
+    if (d == NULL) return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromLong(displs[i]);
+        if (x == NULL) {
+            Py_DECREF(d);
+            return NULL;
+        }
+        PyList_SET_ITEM(d, i, x);
+    }
+    return tuple_of(2, tuple_of(2, Py_NewRef(counts), d), Py_NewRef(dtobj));
+}
+
 /* The MPI collective of quick entry `hit` = (method, send count, receive count,
  * datatype, (op,) or None, own block, sizes) from `s` to `r`, blocking, numbered and
  * recorded (the record keeps what mpicoll._recorder.kept keeps of its arguments).
@@ -1855,6 +2020,41 @@ out:
     return result;
 }
 
+/* exchange()'s all_to_all_single with split sizes: quick entry `hit` = ("Ialltoallv",
+ * (send counts, displacements), (receive ...), datatype, None, None, None) from `s` to
+ * `r`, as MPI's Alltoallv (vcall_in). Returns True, (hit, s, r, error) where MPI raised,
+ * or NULL. */
+static PyObject *exchange_v(PyObject *op, PyObject *group, PyObject *hit, PyArrayObject *s,
+                            PyArrayObject *r, PyObject *spinobj, PyObject *output,
+                            PyObject *input) {
+    PyObject *sizeobj = group_get(group, G_SIZE), *result = NULL, *meta = NULL, *keep = NULL;
+    if (sizeobj == NULL) return NULL;
+    long n = PyLong_AsLong(sizeobj), spin = PyLong_AsLong(spinobj);
+    Py_DECREF(sizeobj);
+    MPI_Datatype *dt = PyErr_Occurred() ? NULL : PyMPIDatatype_Get(PyTuple_GET_ITEM(hit, 3));
+    if (dt == NULL || n <= 0 || n > INT_MAX) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "exchange: a group's size");
+        return NULL;
+    }
+    VCall v = {.kind = V_ALLTOALLV, .dt = *dt, .sb = PyArray_DATA(s), .rb = PyArray_DATA(r)};
+    if (vcall_room(&v, (int)n) < 0) return NULL;
+    if (pair_into(PyTuple_GET_ITEM(hit, 1), v.n, v.sc, v.sd) < 0 ||
+        pair_into(PyTuple_GET_ITEM(hit, 2), v.n, v.rc, v.rd) < 0)
+        goto out;
+    long long count = 0;
+    for (int i = 0; i < v.n; i++) count += v.rc[i];
+    if (capacity > 0 && (meta = exchange_meta(hit)) == NULL) goto out;
+    if ((keep = PyTuple_Pack(2, output, input)) == NULL) goto out;
+    int err = vcall_in(&v, op, group, PyTuple_GET_ITEM(hit, 3), meta, count, spin, keep);
+    result = err == MPI_SUCCESS ? Py_NewRef(Py_True)
+                                : vcall_failed(err, hit, (PyObject *)s, (PyObject *)r);
+out:
+    Py_XDECREF(meta);
+    Py_XDECREF(keep);
+    vcall_done(&v);
+    return result;
+}
+
 /* exchange(op, group, output, input, table, extra, quickers, spin, left): the quick
  * path of a call from `input` to `output` (all_to_all_single, all_gather_into_tensor,
  * reduce_scatter_tensor; mpicoll/_collectives/_call.py, quick_exchange, says when and
@@ -1917,6 +2117,13 @@ static PyObject *exchange(PyObject *self, PyObject *const *args, Py_ssize_t narg
         result = direct ? run_kept_here(op, group, hit, s, r, spin, keep)
                         : exchange_in(kind, op, group, hit, sa, ra, spin, keep);
         Py_DECREF(keep);
+        if (result != Py_False) goto hit_out;
+        Py_DECREF(result);
+    } else if (!left && !direct && PyTuple_GET_SIZE(hit) == 7 &&
+               vmethod_kind(method) == V_ALLTOALLV && PyTuple_GET_ITEM(hit, 4) == Py_None &&
+               PyTuple_GET_ITEM(hit, 5) == Py_None && PyTuple_GET_ITEM(hit, 6) == Py_None) {
+        /* (split sizes: MPI's Alltoallv, where no counts go beside it) */
+        result = exchange_v(op, group, hit, sa, ra, args[7], output, input);
         if (result != Py_False) goto hit_out;
         Py_DECREF(result);
     }
@@ -2418,6 +2625,44 @@ static PyObject *kept_messages(PyObject *op, PyObject *group, PyObject *hit, PyO
     return run_kept_here(op, group, hit, first, second, spin, keep);
 }
 
+/* The displacements of a list's tensors from where it starts (layout_of's: `lay`), in
+ * elements of `itemsize` bytes; an empty tensor's (address -1) 0 (_layout.displs). */
+static int displs_into(PyObject *lay, int n, Py_ssize_t itemsize, int *out) {
+    PyObject *addrs = LAY(lay, L_ADDRESSES);
+    long long start = PyLong_AsLongLong(LAY(lay, L_START));
+    if (PyErr_Occurred()) return -1;
+    if (!PyList_Check(addrs) || PyList_GET_SIZE(addrs) != n || itemsize <= 0) {
+        PyErr_SetString(PyExc_TypeError, "a layout's addresses: one a rank");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        long long a = PyLong_AsLongLong(PyList_GET_ITEM(addrs, i));
+        if (a == -1 && PyErr_Occurred()) return -1;
+        long long d = a >= 0 ? (a - start) / itemsize : 0;
+        if (d < 0 || d > INT_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "a list's displacements: outside an int");
+            return -1;
+        }
+        out[i] = (int)d;
+    }
+    return 0;
+}
+
+/* A list's buffer for a v-collective: where it starts, and (counts, displacements) into
+ * v's `counts`, `displs`: the entry's pair `given` where the list's tensors lie end to end
+ * (their sizes are the entry's), else its layout's counts and displacements. */
+static int list_into(PyObject *lay, PyObject *given, int n, int *counts, int *displs,
+                     void **at) {
+    long long start = PyLong_AsLongLong(LAY(lay, L_START));
+    if (start == -1 && PyErr_Occurred()) return -1;
+    *at = (void *)(intptr_t)start;
+    if (LAY(lay, L_END_TO_END) == Py_True && given != NULL)
+        return pair_into(given, n, counts, displs);
+    Py_ssize_t itemsize = PyDataType_ELSIZE((PyArray_Descr *)LAY(lay, L_DTYPE));
+    return ints_into(LAY(lay, L_COUNTS), n, counts) < 0 ? -1
+        : displs_into(lay, n, itemsize, displs);
+}
+
 /* Whether none of the arrays in the list `arrays` shares memory with [lo, hi). */
 static int pieces_apart(PyObject *arrays, long long lo, long long hi) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(arrays); i++) {
@@ -2426,6 +2671,138 @@ static int pieces_apart(PyObject *arrays, long long lo, long long hi) {
         if (e > b && b < hi && lo < e) return 0;
     }
     return 1;
+}
+
+/* all_to_all's lists (layouts `outl`, `inl`, apart) as MPI's Alltoallv, quick entry `hit` =
+ * ("Ialltoallv", (send counts, displacements), (receive ...), datatype, None, None):
+ * vcall_in. Returns True, (hit, outl, inl, error) where MPI raised, or NULL. */
+static PyObject *lists_v(PyObject *op, PyObject *group, PyObject *hit, PyObject *outl,
+                         PyObject *inl, int n, long spin, PyObject *outs, PyObject *ins) {
+    PyObject *dtobj = PyTuple_GET_ITEM(hit, 3), *meta = NULL, *keep = NULL, *result = NULL;
+    PyObject *sgiven = PyTuple_GET_ITEM(hit, 1), *rgiven = PyTuple_GET_ITEM(hit, 2);
+    MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
+    if (dt == NULL) return NULL;
+    if (!PyTuple_Check(sgiven) || PyTuple_GET_SIZE(sgiven) != 2 || !PyTuple_Check(rgiven) ||
+        PyTuple_GET_SIZE(rgiven) != 2) {
+        PyErr_SetString(PyExc_TypeError, "lists: an Alltoallv entry's (counts, displacements)");
+        return NULL;
+    }
+    VCall v = {.kind = V_ALLTOALLV, .dt = *dt};
+    if (vcall_room(&v, n) < 0) return NULL;
+    /* (as the Python path: the entry's displacements where both lists lie end to end,
+     * else each list's own) */
+    int both = LAY(inl, L_END_TO_END) == Py_True && LAY(outl, L_END_TO_END) == Py_True;
+    if (list_into(inl, both ? sgiven : NULL, n, v.sc, v.sd, &v.sb) < 0 ||
+        list_into(outl, both ? rgiven : NULL, n, v.rc, v.rd, &v.rb) < 0)
+        goto out;
+    long long count = 0;
+    for (int i = 0; i < n; i++) count += v.rc[i];
+    if (capacity > 0 &&
+        (meta = tuple_of(3, v_spec(both ? sgiven : NULL, PyTuple_GET_ITEM(sgiven, 0), v.sd, n,
+                                   dtobj),
+                         v_spec(both ? rgiven : NULL, PyTuple_GET_ITEM(rgiven, 0), v.rd, n,
+                                dtobj),
+                         PyTuple_New(0))) == NULL)
+        goto out;
+    if ((keep = PyTuple_Pack(2, outs, ins)) == NULL) goto out;
+    int err = vcall_in(&v, op, group, dtobj, meta, count, spin, keep);
+    result = err == MPI_SUCCESS ? Py_NewRef(Py_True) : vcall_failed(err, hit, outl, inl);
+out:
+    Py_XDECREF(meta);
+    Py_XDECREF(keep);
+    vcall_done(&v);
+    return result;
+}
+
+/* listed_in's MPI collective, where the core makes it: all_gather's list (`writes`,
+ * entry ("Iallgather" or "Iallgatherv", None, the receive count or (counts,
+ * displacements), datatype, None, None)) from the array `a` into the list of layout
+ * `lay`, or reduce_scatter's list of chunks (entry ("Ireduce_scatter_block" or
+ * "Ireduce_scatter", the count or the counts, datatype, op, None)) into `a`: vcall_in.
+ * Returns True, (hit, a, layout, error) where MPI raised, False (another entry: the
+ * caller makes the call), or NULL. */
+static PyObject *listed_v(PyObject *op, PyObject *group, PyObject *hit, PyArrayObject *a,
+                          PyObject *lay, int n, int writes, long spin, PyObject *tensor,
+                          PyObject *tensors) {
+    Py_ssize_t size = PyTuple_Check(hit) ? PyTuple_GET_SIZE(hit) : 0;
+    int kind = size ? vmethod_kind(PyTuple_GET_ITEM(hit, 0)) : -1;
+    int gathers = writes && size == 6 && (kind == V_ALLGATHER || kind == V_ALLGATHERV) &&
+        PyTuple_GET_ITEM(hit, 1) == Py_None && PyTuple_GET_ITEM(hit, 4) == Py_None &&
+        PyTuple_GET_ITEM(hit, 5) == Py_None;
+    int scatters = !writes && size == 5 &&
+        (kind == V_REDUCE_SCATTER_BLOCK || kind == V_REDUCE_SCATTER) &&
+        PyTuple_GET_ITEM(hit, 4) == Py_None && LAY(lay, L_END_TO_END) == Py_True;
+    if (!gathers && !scatters) Py_RETURN_FALSE;
+    if (PyArray_SIZE(a) > INT_MAX) Py_RETURN_FALSE;
+    PyObject *dtobj = PyTuple_GET_ITEM(hit, gathers ? 3 : 2), *meta = NULL, *keep = NULL;
+    PyObject *result = NULL, *given = PyTuple_GET_ITEM(hit, gathers ? 2 : 1);
+    MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
+    if (dt == NULL) return NULL;
+    VCall v = {.kind = kind, .dt = *dt};
+    if (vcall_room(&v, n) < 0) return NULL;
+    long long count = PyArray_SIZE(a);
+    if (gathers) { /* [a, a.size, dt] into the list: as the entry says where it lies end
+                    * to end, else by its counts and displacements */
+        int adjacent = LAY(lay, L_END_TO_END) == Py_True;
+        v.sb = PyArray_DATA(a);
+        v.scount = (int)PyArray_SIZE(a);
+        if (adjacent && kind == V_ALLGATHER) {
+            long c = PyLong_AsLong(given);
+            if (c == -1 && PyErr_Occurred()) goto out;
+            v.rcount = (int)c;
+            count = (long long)c * n;
+            long long start = PyLong_AsLongLong(LAY(lay, L_START));
+            if (start == -1 && PyErr_Occurred()) goto out;
+            v.rb = (void *)(intptr_t)start;
+        } else {
+            v.kind = V_ALLGATHERV;
+            if (list_into(lay, adjacent ? given : NULL, n, v.rc, v.rd, &v.rb) < 0) goto out;
+            count = 0;
+            for (int i = 0; i < n; i++) count += v.rc[i];
+        }
+        if (capacity > 0) {
+            PyObject *rspec = v.kind == V_ALLGATHER || adjacent
+                ? PyTuple_Pack(2, given, dtobj)
+                : v_spec(NULL, LAY(lay, L_COUNTS), v.rd, n, dtobj);
+            meta = tuple_of(3, Py_BuildValue("(nO)", PyArray_SIZE(a), dtobj), rspec,
+                            PyTuple_New(0));
+            if (meta == NULL) goto out;
+        }
+    } else { /* the list's area, end to end, reduced and scattered into a */
+        MPI_Op *mop = PyMPIOp_Get(PyTuple_GET_ITEM(hit, 3));
+        if (mop == NULL) goto out;
+        v.op = *mop;
+        long long start = PyLong_AsLongLong(LAY(lay, L_START));
+        if (start == -1 && PyErr_Occurred()) goto out;
+        v.sb = (void *)(intptr_t)start;
+        v.rb = PyArray_DATA(a);
+        if (kind == V_REDUCE_SCATTER_BLOCK) {
+            long c = PyLong_AsLong(given);
+            if (c == -1 && PyErr_Occurred()) goto out;
+            v.rcount = (int)c;
+        } else if (ints_into(given, n, v.rc) < 0) {
+            goto out;
+        }
+        if (capacity > 0) { /* (as _recorder.kept keeps the Python path's arguments) */
+            PyObject *mpi_op = PyTuple_GET_ITEM(hit, 3);
+            meta = kind == V_REDUCE_SCATTER_BLOCK
+                ? tuple_of(3, PyTuple_Pack(2, given, dtobj), PyTuple_Pack(2, given, dtobj),
+                           PyTuple_Pack(1, mpi_op))
+                : tuple_of(3, PyTuple_Pack(2, Py_None, dtobj),
+                           Py_BuildValue("(nO)", PyArray_SIZE(a), dtobj),
+                           PyTuple_Pack(2, given, mpi_op));
+            if (meta == NULL) goto out;
+        }
+    }
+    if ((keep = PyTuple_Pack(2, tensor, tensors)) == NULL) goto out;
+    int err = vcall_in(&v, op, group, dtobj, meta, count, spin, keep);
+    result = err == MPI_SUCCESS ? Py_NewRef(Py_True)
+                                : vcall_failed(err, hit, (PyObject *)a, lay);
+out:
+    Py_XDECREF(meta);
+    Py_XDECREF(keep);
+    vcall_done(&v);
+    return result;
 }
 
 /* How listed() serves a call: the list is written (the tensor read), else read (the
@@ -2513,6 +2890,11 @@ static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
     Py_DECREF(at);
     if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
     Py_CLEAR(result);
+    if (!left) { /* (MPI's collective, where the core makes it) */
+        result = listed_v(op, group, hit, arr, lay, (int)n, writes, spin, tensor, tensors);
+        if (result != Py_False) goto out;
+        Py_CLEAR(result);
+    }
     result = PyTuple_Pack(3, hit, a, lay);
     goto out;
 no:
@@ -2640,6 +3022,11 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         if (result == NULL) goto out;
         if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
         Py_CLEAR(result);
+    } else if (apart && !direct && !left && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 6 &&
+               vmethod_kind(method) == V_ALLTOALLV && PyTuple_GET_ITEM(hit, 4) == Py_None &&
+               PyTuple_GET_ITEM(hit, 5) == Py_None) { /* (MPI's Alltoallv, nothing beside it) */
+        result = lists_v(op, group, hit, outl, inl, (int)n, spin, outs, ins);
+        goto out;
     }
     result = PyTuple_Pack(3, hit, outl, inl);
     goto out;
@@ -2879,12 +3266,16 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
                           &str_reduced, &str_comm, &str_rank, &str_methods[ALLGATHER],
                           &str_methods[ALLTOALL], &str_methods[REDUCE_SCATTER_BLOCK],
                           &str_index, &str_data_ptr, &str_shape, &str_dtype,
-                          &str_requires_grad, &str_is_contiguous};
+                          &str_requires_grad, &str_is_contiguous, &str_vmethods[V_ALLTOALLV],
+                          &str_vmethods[V_ALLGATHER], &str_vmethods[V_ALLGATHERV],
+                          &str_vmethods[V_REDUCE_SCATTER_BLOCK],
+                          &str_vmethods[V_REDUCE_SCATTER]};
     const char *texts[] = {"missed", "seq", "_size", "kept", "direct", "reduced", "comm",
                            "_rank", "Iallgather", "Ialltoall", "Ireduce_scatter_block",
                            "_index", "data_ptr", "shape", "dtype", "requires_grad",
-                           "is_contiguous"};
-    for (int i = 0; i < 17; i++)
+                           "is_contiguous", "Ialltoallv", "Iallgather", "Iallgatherv",
+                           "Ireduce_scatter_block", "Ireduce_scatter"};
+    for (int i = 0; i < 22; i++)
         if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;

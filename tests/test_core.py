@@ -637,3 +637,62 @@ def test_the_plan_cache_survives_a_key_that_changes_it_while_compared():
     assert cache.get(Meddler()) is None and len(cache) == 0
     cache[(1, 2, 3)] = "plan"
     assert cache.pop((1, 2, 3)) == "plan" and len(cache) == 0
+
+
+def test_v_collectives_of_one_rank_are_made_in_the_core_and_recorded(xp, rank, size,
+                                                                      monkeypatch):
+    # on a group of one rank no counts go beside the data: all_to_all_single with split
+    # sizes, all_to_all's lists (chunks of one tensor, and tensors apart), all_gather's
+    # list and reduce_scatter's list of chunks are MPI's v-collectives, which the core
+    # makes itself once a call has been validated (the Python path's call refused below),
+    # each right, and recorded at its call site with what the Python path's record keeps
+    if OFF:
+        pytest.skip("the compiled core's calls")
+    if xp.name not in ("numpy", "torch"):
+        pytest.skip("the quick path's tensors (the others' go general)")
+    g = [dist.new_group([r]) for r in range(size)][rank]  # (collective: every rank)
+    from mpicoll._collectives import _call, all_gather, all_to_all, reduce_scatter
+
+    x = xp.tensor(np.arange(6.0) + 10 * rank, "float64")
+    out = xp.tensor(np.zeros(6), "float64")
+    apart_in = [xp.tensor(np.arange(6.0), "float64")]
+    apart_out = [xp.tensor(np.zeros(6), "float64")]
+    chunk_in, chunk_out = xp.pieces(x, [6]), xp.pieces(out, [6])
+    calls = [
+        ("all_to_all_single", lambda: dist.all_to_all_single(out, x, [6], [6], group=g),
+         lambda: xp.to_numpy(out), np.arange(6.0) + 10 * rank),
+        ("all_to_all", lambda: dist.all_to_all(chunk_out, chunk_in, group=g),
+         lambda: xp.to_numpy(out), np.arange(6.0) + 10 * rank),
+        ("all_to_all", lambda: dist.all_to_all(apart_out, apart_in, group=g),
+         lambda: xp.to_numpy(apart_out[0]), np.arange(6.0)),
+        ("all_gather", lambda: dist.all_gather(chunk_out, x, group=g),
+         lambda: xp.to_numpy(out), np.arange(6.0) + 10 * rank),
+        ("reduce_scatter", lambda: dist.reduce_scatter(out, chunk_in, group=g),
+         lambda: xp.to_numpy(out), np.arange(6.0) + 10 * rank),
+    ]
+    for _, call, _, _ in calls:  # (validated, their quick entries stored)
+        call()
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the Python path made a call the core makes")
+    for module in (_call, all_to_all, all_gather, reduce_scatter):
+        monkeypatch.setattr(module, "quick", refused)
+    for op, call, got, want in calls:
+        xp.fill(out, xp.tensor(np.full(6, -1.0), "float64"))
+        call()
+        np.testing.assert_array_equal(got(), want, err_msg=op)
+    lines = [call.__code__.co_firstlineno for _, call, _, _ in calls]  # (each lambda's)
+    records = _recorder.records()[-len(calls):]
+    assert [r[_recorder.OP] for r in records] == [op for op, *_ in calls]
+    for r, line in zip(records, lines, strict=True):
+        code, lasti = r[_recorder.FILE], r[_recorder.LINE]
+        assert code.co_filename == __file__
+        assert any(start <= lasti < end and ln == line for start, end, ln in code.co_lines())
+        assert _recorder.state(r) == _recorder.COMPLETED
+        sent, received, after = r[_recorder.META]
+        assert received[1] == MPI.DOUBLE, r
+    a2a_single, chunks, apart, gathered, reduced = (r[_recorder.META] for r in records)
+    assert a2a_single[:2] == ((([6], [0]), MPI.DOUBLE),) * 2
+    assert [list(v) for v in apart[0][0]] == [[6], [0]]
+    assert gathered[0] == (6, MPI.DOUBLE)
+    assert reduced[2][-1] == MPI.SUM

@@ -187,6 +187,8 @@ def quick_listed(op: str, group: Any, tensor: Any, tensors: Any, how: int,
                             len(_polling.spin), _departed.left)
         if found is True or found is False or len(found) == 3:
             return found
+        if len(found) == 4:  # (MPI's collective, made in the core, raised)
+            raise core_failed(op, *found) from found[3]
         _direct.settled(core, op, group, *found, (tensor, tensors))  # (a run not finished)
         return True
     writes = bool(how & WRITES_LIST)
@@ -283,6 +285,15 @@ def exchanged(op: str, group: Any, hit: Exchange | Messages | Reduced, s: Any, r
     else:
         quick(op, group, method, ((s, sc, dt), (r, rc, dt)) if mpi_op is None else
               ((s, sc, dt), (r, rc, dt), *mpi_op), sizes, 5, keep)
+
+
+def core_failed(op: str, hit: Any, first: Any, second: Any, e: Any) -> Exception:
+    """The MPIError of MPI's collective ``e`` that the compiled core made from a list's
+    quick entry ``hit`` between ``first`` and ``second`` (an array, or a list's layout),
+    naming the tensors and counts."""
+    def tensors(x: Any) -> Any:
+        return x if hasattr(x, "shape") else x.arrays
+    return mpi_error(op, e, (tensors(first), tensors(second), *hit[1:3]))
 
 
 def exchange_key(out: Any, inp: Any, group: Any, extra: Any = None) -> tuple:

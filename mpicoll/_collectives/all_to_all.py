@@ -14,7 +14,15 @@ from .._adapter.views import PLAIN, QUICKERS
 from .._process_group import _State, resolve
 from .._work import Work
 from . import _direct, _pack, _validate
-from ._call import exchange_key, issue, quick, quick_allowed, quick_exchange, quick_then_copy
+from ._call import (
+    core_failed,
+    exchange_key,
+    issue,
+    quick,
+    quick_allowed,
+    quick_exchange,
+    quick_then_copy,
+)
 from ._entries import Exchange, Listed, Messages
 from ._large import INT_MAX
 from ._layout import Layout, area, displs, layout, lists_apart
@@ -194,6 +202,8 @@ def _quick_lists(name: str, pg: Any, output_tensor_list: Any,
         if len(found) == 5:  # (the Plan's run did not finish)
             _direct.settled(core, name, pg, *found, (output_tensor_list, input_tensor_list))
             return True
+        if len(found) == 4:  # (MPI's Alltoallv, made in the core, raised)
+            raise core_failed(name, *found) from found[3]
         hit, outl, inl = found
     else:
         n = pg._size
