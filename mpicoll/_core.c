@@ -1786,14 +1786,17 @@ static PyObject *exchange_meta(PyObject *hit) {
  * describes them where no counts travel beside the data (one rank alone, or the check
  * off) and no own block is copied: all_to_all_single with split sizes and all_to_all's
  * lists (Alltoallv), all_gather's list (Allgather, Allgatherv), reduce_scatter's list of
- * chunks (Reduce_scatter_block, Reduce_scatter). Counts and displacements in elements of
- * `dt`, one a rank. */
-enum { V_ALLTOALLV, V_ALLGATHER, V_ALLGATHERV, V_REDUCE_SCATTER_BLOCK, V_REDUCE_SCATTER };
+ * chunks (Reduce_scatter_block, Reduce_scatter), and on one process gather's and scatter's
+ * root list (Gatherv, Scatterv). Counts and displacements in elements of `dt`, one a
+ * rank. */
+enum { V_ALLTOALLV, V_ALLGATHER, V_ALLGATHERV, V_REDUCE_SCATTER_BLOCK, V_REDUCE_SCATTER,
+       V_GATHERV, V_SCATTERV };
 #define FEW_RANKS 64
 typedef struct {
-    int kind, n;
+    int kind, n, root;
     void *sb, *rb;
-    int scount, rcount; /* ALLGATHER(V): scount sent; ALLGATHER, REDUCE_SCATTER_BLOCK: rcount */
+    int scount, rcount; /* ALLGATHER(V), GATHERV: scount sent; ALLGATHER,
+                         * REDUCE_SCATTER_BLOCK, SCATTERV: rcount received */
     int *sc, *sd, *rc, *rd; /* one a rank (into few[], or PyMem where more ranks) */
     int few[4 * FEW_RANKS];
     MPI_Datatype dt;
@@ -1867,6 +1870,16 @@ static int vcall_post(const VCall *v, MPI_Comm comm, int blocking, MPI_Request *
         return blocking ? MPI_Reduce_scatter_block(v->sb, v->rb, v->rcount, v->dt, v->op, comm)
                         : MPI_Ireduce_scatter_block(v->sb, v->rb, v->rcount, v->dt, v->op,
                                                     comm, req);
+    case V_GATHERV:
+        return blocking ? MPI_Gatherv(v->sb, v->scount, v->dt, v->rb, v->rc, v->rd, v->dt,
+                                      v->root, comm)
+                        : MPI_Igatherv(v->sb, v->scount, v->dt, v->rb, v->rc, v->rd, v->dt,
+                                       v->root, comm, req);
+    case V_SCATTERV:
+        return blocking ? MPI_Scatterv(v->sb, v->sc, v->sd, v->dt, v->rb, v->rcount, v->dt,
+                                       v->root, comm)
+                        : MPI_Iscatterv(v->sb, v->sc, v->sd, v->dt, v->rb, v->rcount, v->dt,
+                                        v->root, comm, req);
     default:
         return blocking ? MPI_Reduce_scatter(v->sb, v->rb, v->rc, v->dt, v->op, comm)
                         : MPI_Ireduce_scatter(v->sb, v->rb, v->rc, v->dt, v->op, comm, req);
@@ -3042,6 +3055,56 @@ out:
     return result;
 }
 
+/* rooted()'s root on a group of one process (no counts beside the data): gather into,
+ * or scatter from, its list of chunks (layout `lay`, end to end; quick entry `hit` =
+ * ((counts, displacements), datatype)) as MPI's Gatherv or Scatterv (vcall_in). Returns
+ * True, (hit, a, layout, error) where MPI raised, False (another case: the caller's), or
+ * NULL. */
+static PyObject *rooted_v(PyObject *op, PyObject *group, PyObject *found, PyObject *root,
+                          int gathering, long spin, PyObject *tensor, PyObject *tensors) {
+    PyObject *hit = PyTuple_GET_ITEM(found, 0), *lay = PyTuple_GET_ITEM(found, 2);
+    PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(found, 1);
+    PyObject *sizeobj = group_get(group, G_SIZE);
+    if (sizeobj == NULL) return NULL;
+    long n = PyLong_AsLong(sizeobj);
+    Py_DECREF(sizeobj);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n != 1 || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2 ||
+        LAY(lay, L_END_TO_END) != Py_True || PyArray_SIZE(a) > INT_MAX)
+        Py_RETURN_FALSE;
+    PyObject *pair = PyTuple_GET_ITEM(hit, 0), *dtobj = PyTuple_GET_ITEM(hit, 1);
+    PyObject *meta = NULL, *keep = NULL, *result = NULL;
+    MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
+    long r = PyLong_AsLong(root);
+    if (dt == NULL || (r == -1 && PyErr_Occurred())) return NULL;
+    VCall v = {.kind = gathering ? V_GATHERV : V_SCATTERV, .dt = *dt, .root = (int)r};
+    if (vcall_room(&v, 1) < 0) return NULL;
+    void *area = NULL;
+    if (list_into(lay, pair, 1, gathering ? v.rc : v.sc, gathering ? v.rd : v.sd, &area) < 0)
+        goto out;
+    if (gathering) {
+        v.sb = PyArray_DATA(a), v.scount = (int)PyArray_SIZE(a), v.rb = area;
+    } else {
+        v.sb = area, v.rb = PyArray_DATA(a), v.rcount = (int)PyArray_SIZE(a);
+    }
+    if (capacity > 0) { /* (as _recorder.kept keeps the Python path's (mine, theirs, root)) */
+        PyObject *mine = Py_BuildValue("(nO)", PyArray_SIZE(a), dtobj);
+        PyObject *theirs = PyTuple_Pack(2, pair, dtobj);
+        meta = gathering ? tuple_of(3, mine, theirs, PyTuple_Pack(1, root))
+                         : tuple_of(3, theirs, mine, PyTuple_Pack(1, root));
+        if (meta == NULL) goto out;
+    }
+    if ((keep = PyTuple_Pack(2, tensor, tensors)) == NULL) goto out;
+    int err = vcall_in(&v, op, group, dtobj, meta, PyArray_SIZE(a), spin, keep);
+    result = err == MPI_SUCCESS ? Py_NewRef(Py_True)
+                                : vcall_failed(err, hit, (PyObject *)a, lay);
+out:
+    Py_XDECREF(meta);
+    Py_XDECREF(keep);
+    vcall_done(&v);
+    return result;
+}
+
 /* rooted(op, group, tensor, tensors, rank, group_rank, gathering, off_root, at_root,
  * quickers, spin, left): the quick path of a blocking gather (`gathering`) or scatter
  * (mpicoll/_collectives/_rooted_quick.py says when), to or from the group rank `root`
@@ -3080,6 +3143,16 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                                      gathering ? WRITES_LIST : 0, at_root_table, head, quickers,
                                      spin, left);
         Py_DECREF(head);
+        if (result != NULL && !left && PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 3) {
+            /* (no Plan: MPI's Gatherv or Scatterv, made here on one process) */
+            PyObject *done = rooted_v(op, group, result, root, gathering, spin, tensor,
+                                      tensors);
+            if (done != Py_False) {
+                Py_DECREF(result);
+                return done;
+            }
+            Py_DECREF(done);
+        }
         return result;
     }
     int given = tensors == Py_None ? 0 : PyObject_IsTrue(tensors);

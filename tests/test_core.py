@@ -643,7 +643,8 @@ def test_v_collectives_of_one_rank_are_made_in_the_core_and_recorded(xp, rank, s
                                                                       monkeypatch):
     # on a group of one rank no counts go beside the data: all_to_all_single with split
     # sizes, all_to_all's lists (chunks of one tensor, and tensors apart), all_gather's
-    # list and reduce_scatter's list of chunks are MPI's v-collectives, which the core
+    # list, reduce_scatter's list of chunks, and gather's and scatter's root list of
+    # chunks are MPI's v-collectives, which the core
     # makes itself once a call has been validated (the Python path's call refused below),
     # each right, and recorded at its call site with what the Python path's record keeps
     if OFF:
@@ -651,7 +652,7 @@ def test_v_collectives_of_one_rank_are_made_in_the_core_and_recorded(xp, rank, s
     if xp.name not in ("numpy", "torch"):
         pytest.skip("the quick path's tensors (the others' go general)")
     g = [dist.new_group([r]) for r in range(size)][rank]  # (collective: every rank)
-    from mpicoll._collectives import _call, all_gather, all_to_all, reduce_scatter
+    from mpicoll._collectives import _call, _rooted_quick, all_gather, all_to_all, reduce_scatter
 
     x = xp.tensor(np.arange(6.0) + 10 * rank, "float64")
     out = xp.tensor(np.zeros(6), "float64")
@@ -669,13 +670,17 @@ def test_v_collectives_of_one_rank_are_made_in_the_core_and_recorded(xp, rank, s
          lambda: xp.to_numpy(out), np.arange(6.0) + 10 * rank),
         ("reduce_scatter", lambda: dist.reduce_scatter(out, chunk_in, group=g),
          lambda: xp.to_numpy(out), np.arange(6.0) + 10 * rank),
+        ("gather", lambda: dist.gather(x, chunk_out, group_dst=0, group=g),
+         lambda: xp.to_numpy(out), np.arange(6.0) + 10 * rank),
+        ("scatter", lambda: dist.scatter(apart_out[0], chunk_in, group_src=0, group=g),
+         lambda: xp.to_numpy(apart_out[0]), np.arange(6.0) + 10 * rank),
     ]
     for _, call, _, _ in calls:  # (validated, their quick entries stored)
         call()
 
     def refused(*args, **kwargs):
         raise AssertionError("the Python path made a call the core makes")
-    for module in (_call, all_to_all, all_gather, reduce_scatter):
+    for module in (_call, all_to_all, all_gather, reduce_scatter, _rooted_quick):
         monkeypatch.setattr(module, "quick", refused)
     for op, call, got, want in calls:
         xp.fill(out, xp.tensor(np.full(6, -1.0), "float64"))
@@ -691,8 +696,11 @@ def test_v_collectives_of_one_rank_are_made_in_the_core_and_recorded(xp, rank, s
         assert _recorder.state(r) == _recorder.COMPLETED
         sent, received, after = r[_recorder.META]
         assert received[1] == MPI.DOUBLE, r
-    a2a_single, chunks, apart, gathered, reduced = (r[_recorder.META] for r in records)
+    a2a_single, chunks, apart, gathered, reduced, gather, scatter = (
+        r[_recorder.META] for r in records)
     assert a2a_single[:2] == ((([6], [0]), MPI.DOUBLE),) * 2
     assert [list(v) for v in apart[0][0]] == [[6], [0]]
     assert gathered[0] == (6, MPI.DOUBLE)
     assert reduced[2][-1] == MPI.SUM
+    assert gather[0] == (6, MPI.DOUBLE) and gather[2] == (0,)
+    assert scatter[1] == (6, MPI.DOUBLE) and scatter[2] == (0,)

@@ -7,7 +7,7 @@ from typing import Any
 from .. import _core_loader, _departed, _polling
 from .._adapter.views import QUICKERS
 from . import _rooted_direct, _validate
-from ._call import quick, quick_allowed, quick_array
+from ._call import core_failed, quick, quick_allowed, quick_array
 from ._direct import settled
 from ._entries import Broadcast, OffRoot, RootList
 from ._layout import apart, area, layout
@@ -51,6 +51,8 @@ def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, te
             settled(core, name, pg, *found, tensor if pg._rank != root else
                     (tensor, tensors))
             return True
+        if len(found) == 4:  # (MPI's Gatherv or Scatterv, made in the core, raised)
+            raise core_failed(name, *found) from found[3]
         hit, a, q = found if len(found) == 3 else (*found, None)
     else:
         a = quick_array(tensor, not gathering)
