@@ -1929,6 +1929,25 @@ static PyObject *vcall_failed(int err, PyObject *hit, PyObject *first, PyObject 
     return result;
 }
 
+/* `v` run (vcall_in) with the call's tensors (`keep_a`, `keep_b`) kept while it waits,
+ * then `meta` (a reference taken over) and v's arrays released. Returns True, (hit,
+ * first, second, error) where MPI raised, or NULL. */
+static PyObject *vcall_run(VCall *v, PyObject *op, PyObject *group, PyObject *dtobj,
+                           PyObject *meta, long long count, long spin, PyObject *keep_a,
+                           PyObject *keep_b, PyObject *hit, PyObject *first,
+                           PyObject *second) {
+    PyObject *keep = PyTuple_Pack(2, keep_a, keep_b), *result = NULL;
+    if (keep != NULL) {
+        int err = vcall_in(v, op, group, dtobj, meta, count, spin, keep);
+        result = err == MPI_SUCCESS ? Py_NewRef(Py_True)
+                                    : vcall_failed(err, hit, first, second);
+        Py_DECREF(keep);
+    }
+    Py_XDECREF(meta);
+    vcall_done(v);
+    return result;
+}
+
 /* Which v-collective a quick entry's `method` names (V_ALLTOALLV, ...), or -1. */
 static int vmethod_kind(PyObject *method) {
     if (method == NULL || !PyUnicode_Check(method)) return -1;
@@ -2040,7 +2059,7 @@ out:
 static PyObject *exchange_v(PyObject *op, PyObject *group, PyObject *hit, PyArrayObject *s,
                             PyArrayObject *r, PyObject *spinobj, PyObject *output,
                             PyObject *input) {
-    PyObject *sizeobj = group_get(group, G_SIZE), *result = NULL, *meta = NULL, *keep = NULL;
+    PyObject *sizeobj = group_get(group, G_SIZE), *meta = NULL;
     if (sizeobj == NULL) return NULL;
     long n = PyLong_AsLong(sizeobj), spin = PyLong_AsLong(spinobj);
     Py_DECREF(sizeobj);
@@ -2057,15 +2076,11 @@ static PyObject *exchange_v(PyObject *op, PyObject *group, PyObject *hit, PyArra
     long long count = 0;
     for (int i = 0; i < v.n; i++) count += v.rc[i];
     if (capacity > 0 && (meta = exchange_meta(hit)) == NULL) goto out;
-    if ((keep = PyTuple_Pack(2, output, input)) == NULL) goto out;
-    int err = vcall_in(&v, op, group, PyTuple_GET_ITEM(hit, 3), meta, count, spin, keep);
-    result = err == MPI_SUCCESS ? Py_NewRef(Py_True)
-                                : vcall_failed(err, hit, (PyObject *)s, (PyObject *)r);
+    return vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, 3), meta, count, spin, output,
+                     input, hit, (PyObject *)s, (PyObject *)r);
 out:
-    Py_XDECREF(meta);
-    Py_XDECREF(keep);
     vcall_done(&v);
-    return result;
+    return NULL;
 }
 
 /* exchange(op, group, output, input, table, extra, quickers, spin, left): the quick
@@ -2691,7 +2706,7 @@ static int pieces_apart(PyObject *arrays, long long lo, long long hi) {
  * vcall_in. Returns True, (hit, outl, inl, error) where MPI raised, or NULL. */
 static PyObject *lists_v(PyObject *op, PyObject *group, PyObject *hit, PyObject *outl,
                          PyObject *inl, int n, long spin, PyObject *outs, PyObject *ins) {
-    PyObject *dtobj = PyTuple_GET_ITEM(hit, 3), *meta = NULL, *keep = NULL, *result = NULL;
+    PyObject *dtobj = PyTuple_GET_ITEM(hit, 3), *meta = NULL;
     PyObject *sgiven = PyTuple_GET_ITEM(hit, 1), *rgiven = PyTuple_GET_ITEM(hit, 2);
     MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
     if (dt == NULL) return NULL;
@@ -2717,14 +2732,10 @@ static PyObject *lists_v(PyObject *op, PyObject *group, PyObject *hit, PyObject 
                                 dtobj),
                          PyTuple_New(0))) == NULL)
         goto out;
-    if ((keep = PyTuple_Pack(2, outs, ins)) == NULL) goto out;
-    int err = vcall_in(&v, op, group, dtobj, meta, count, spin, keep);
-    result = err == MPI_SUCCESS ? Py_NewRef(Py_True) : vcall_failed(err, hit, outl, inl);
+    return vcall_run(&v, op, group, dtobj, meta, count, spin, outs, ins, hit, outl, inl);
 out:
-    Py_XDECREF(meta);
-    Py_XDECREF(keep);
     vcall_done(&v);
-    return result;
+    return NULL;
 }
 
 /* listed_in's MPI collective, where the core makes it: all_gather's list (`writes`,
@@ -2747,8 +2758,8 @@ static PyObject *listed_v(PyObject *op, PyObject *group, PyObject *hit, PyArrayO
         PyTuple_GET_ITEM(hit, 4) == Py_None && LAY(lay, L_END_TO_END) == Py_True;
     if (!gathers && !scatters) Py_RETURN_FALSE;
     if (PyArray_SIZE(a) > INT_MAX) Py_RETURN_FALSE;
-    PyObject *dtobj = PyTuple_GET_ITEM(hit, gathers ? 3 : 2), *meta = NULL, *keep = NULL;
-    PyObject *result = NULL, *given = PyTuple_GET_ITEM(hit, gathers ? 2 : 1);
+    PyObject *dtobj = PyTuple_GET_ITEM(hit, gathers ? 3 : 2), *meta = NULL;
+    PyObject *given = PyTuple_GET_ITEM(hit, gathers ? 2 : 1);
     MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
     if (dt == NULL) return NULL;
     VCall v = {.kind = kind, .dt = *dt};
@@ -2807,15 +2818,11 @@ static PyObject *listed_v(PyObject *op, PyObject *group, PyObject *hit, PyArrayO
             if (meta == NULL) goto out;
         }
     }
-    if ((keep = PyTuple_Pack(2, tensor, tensors)) == NULL) goto out;
-    int err = vcall_in(&v, op, group, dtobj, meta, count, spin, keep);
-    result = err == MPI_SUCCESS ? Py_NewRef(Py_True)
-                                : vcall_failed(err, hit, (PyObject *)a, lay);
+    return vcall_run(&v, op, group, dtobj, meta, count, spin, tensor, tensors, hit,
+                     (PyObject *)a, lay);
 out:
-    Py_XDECREF(meta);
-    Py_XDECREF(keep);
     vcall_done(&v);
-    return result;
+    return NULL;
 }
 
 /* How listed() serves a call: the list is written (the tensor read), else read (the
@@ -3073,7 +3080,7 @@ static PyObject *rooted_v(PyObject *op, PyObject *group, PyObject *found, PyObje
         LAY(lay, L_END_TO_END) != Py_True || PyArray_SIZE(a) > INT_MAX)
         Py_RETURN_FALSE;
     PyObject *pair = PyTuple_GET_ITEM(hit, 0), *dtobj = PyTuple_GET_ITEM(hit, 1);
-    PyObject *meta = NULL, *keep = NULL, *result = NULL;
+    PyObject *meta = NULL;
     MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
     long r = PyLong_AsLong(root);
     if (dt == NULL || (r == -1 && PyErr_Occurred())) return NULL;
@@ -3094,15 +3101,11 @@ static PyObject *rooted_v(PyObject *op, PyObject *group, PyObject *found, PyObje
                          : tuple_of(3, theirs, mine, PyTuple_Pack(1, root));
         if (meta == NULL) goto out;
     }
-    if ((keep = PyTuple_Pack(2, tensor, tensors)) == NULL) goto out;
-    int err = vcall_in(&v, op, group, dtobj, meta, PyArray_SIZE(a), spin, keep);
-    result = err == MPI_SUCCESS ? Py_NewRef(Py_True)
-                                : vcall_failed(err, hit, (PyObject *)a, lay);
+    return vcall_run(&v, op, group, dtobj, meta, PyArray_SIZE(a), spin, tensor, tensors, hit,
+                     (PyObject *)a, lay);
 out:
-    Py_XDECREF(meta);
-    Py_XDECREF(keep);
     vcall_done(&v);
-    return result;
+    return NULL;
 }
 
 /* rooted(op, group, tensor, tensors, rank, group_rank, gathering, off_root, at_root,

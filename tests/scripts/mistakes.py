@@ -147,14 +147,16 @@ def one(backend: str, case: str) -> None:
             dist.reduce(x, dst=0, op=op)
             # (the root: the reduction its own call asked for; the others: unchanged)
             want = np.full(4, float(sum(range(1, size + 1)) if rank == 0 else rank + 1))
-        elif case == "big-dtype":
-            x = torch.full((BIG,), rank + 1.0, dtype=f32 if rank == 0 else f64)
+        elif case in ("big-dtype", "mid-dtype"):
+            n = BIG if case == "big-dtype" else MID
+            x = torch.full((n,), rank + 1.0, dtype=f32 if rank == 0 else f64)
             dist.all_reduce(x)
-            want = np.full(BIG, float(sum(range(1, size + 1))))
-        elif case == "big-op":
-            x = torch.full((BIG,), rank + 1.0)
+            want = np.full(n, float(sum(range(1, size + 1))))
+        elif case in ("big-op", "mid-op"):
+            n = BIG if case == "big-op" else MID
+            x = torch.full((n,), rank + 1.0)
             dist.all_reduce(x, op=dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX)
-            want = np.full(BIG, float(sum(range(1, size + 1)) if rank == 0 else size))
+            want = np.full(n, float(sum(range(1, size + 1)) if rank == 0 else size))
         elif case == "big-root":
             x = torch.full((BIG,), float(rank))
             dist.broadcast(x, src=0 if rank == 0 else 1)
@@ -163,14 +165,6 @@ def one(backend: str, case: str) -> None:
             x = torch.full((BIG,), rank + 1, dtype=f32 if rank == 0 else torch.int32)
             dist.reduce(x, dst=0)
             want = np.full(BIG, float(sum(range(1, size + 1)) if rank == 0 else rank + 1))
-        elif case == "mid-dtype":
-            x = torch.full((MID,), rank + 1.0, dtype=f32 if rank == 0 else f64)
-            dist.all_reduce(x)
-            want = np.full(MID, float(sum(range(1, size + 1))))
-        elif case == "mid-op":
-            x = torch.full((MID,), rank + 1.0)
-            dist.all_reduce(x, op=dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX)
-            want = np.full(MID, float(sum(range(1, size + 1)) if rank == 0 else size))
         elif case == "skip-same":
             # (call k sums k + 1 on every rank: rank 1's first all_reduce, its call 1,
             # meets the others' call 0)
