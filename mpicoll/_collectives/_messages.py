@@ -102,8 +102,10 @@ def _where(spec: list) -> tuple[int, int, Any]:
 
 class Kept(NamedTuple):
     """A repeated call's messages as its group keeps them where the compiled core is not
-    in use (the core keeps a ``Plan``, whose ``hit``, ``reqs`` and ``statuses`` are the
-    same), taken out while in use and put back once complete (:mod:`._direct`)."""
+    in use and they are persistent requests (``MPICOLL_FRESH=0``: by default that path
+    keeps none, :func:`._direct.keeps`). The core keeps a ``Plan``, whose ``hit``,
+    ``reqs`` and ``statuses`` are the same. Taken out while in use and put back once
+    complete (:mod:`._direct`)."""
 
     hit: Any  # the quick entry it was made for
     reqs: list[Any]  # persistent requests, started at each call
