@@ -68,8 +68,10 @@ def test_all_gather_of_sizes_that_differ_without_sizes_says_to_pass_them(rank, s
     if jax.default_backend() != "cpu":
         # on a GPU, JAX keeps the failed callback's error in its ordered-effect token
         # and raises it again at this rank's next ordered call, before that call runs
-        # (docs/gpu.md): the other ranks would wait for it there
-        return
+        # (docs/gpu.md): the other ranks would wait for it there. Every rank raised
+        # here, so each drops its spent token (JAX's own, not public) and goes on
+        from jax._src import dispatch
+        dispatch.runtime_tokens.clear()
     # the same call with sizes= is right, and the group goes on
     got = jax.jit(functools.partial(mj.all_gather, sizes=[2 + r for r in range(size)]))(
         jnp.full(2 + rank, float(rank)))
