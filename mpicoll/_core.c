@@ -56,7 +56,7 @@
 
 /* What mpicoll/_core_loader.py expects (its API): raised with every change to what the
  * Python side calls here, so that a core built from other sources is refused, not used */
-#define CORE_API 16
+#define CORE_API 17
 
 enum { ISSUED = 0, FAILED = 1 };
 /* what a record is of (REDUCE_ROOT: a reduce's root, in place) */
@@ -1109,7 +1109,12 @@ static PyTypeObject PlanCacheType = {
 
 static PyObject *str_missed = NULL, *str_seq = NULL, *str_size = NULL, *str_kept = NULL;
 static PyObject *str_direct = NULL, *str_reduced = NULL, *str_comm = NULL, *str_rank = NULL;
-static PyObject *str_index = NULL;
+static PyObject *str_index = NULL, *str_counts = NULL;
+/* a Sizes' and a Ring's attributes (mpicoll/_collectives/_sizes.py, _counts_ring.py) */
+static PyObject *str_form = NULL, *str_sent = NULL, *str_expected = NULL, *str_relayed = NULL;
+static PyObject *str_at = NULL, *str_owners = NULL, *str_reqs = NULL, *str_recvs = NULL;
+static PyObject *str_sends = NULL, *str_method = NULL, *str_n = NULL, *str_send = NULL;
+static PyObject *str_ring = NULL;
 static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL, ... */
 static PyObject *str_vmethods[5] = {NULL}; /* by V_ALLTOALLV, V_ALLGATHER, ... */
 
@@ -1119,9 +1124,11 @@ static PyObject *str_vmethods[5] = {NULL}; /* by V_ALLTOALLV, V_ALLGATHER, ... *
  * descriptor's own get and set do, without the attribute lookup: about 150 instructions
  * each, several a call). Learned from the first group's type; a group of another type
  * (a subclass, or anything else) takes Python's getattr and setattr. */
-enum { G_SEQ, G_KEPT, G_DIRECT, G_COMM, G_SIZE, G_RANK, G_MISSED, G_INDEX, G_COUNT };
+enum { G_SEQ, G_KEPT, G_DIRECT, G_COMM, G_SIZE, G_RANK, G_MISSED, G_INDEX, G_COUNTS,
+       G_COUNT };
 static PyObject **group_names[G_COUNT] = {&str_seq, &str_kept, &str_direct, &str_comm,
-                                          &str_size, &str_rank, &str_missed, &str_index};
+                                          &str_size, &str_rank, &str_missed, &str_index,
+                                          &str_counts};
 static PyTypeObject *slotted = NULL; /* the type learned (a strong reference) */
 static Py_ssize_t slot_at[G_COUNT];
 static PyTypeObject *tried = NULL; /* the last type learning failed on (not kept alive:
@@ -1820,6 +1827,220 @@ static void vcall_done(VCall *v) {
     v->sc = NULL;
 }
 
+/* The counts beside a v-collective's data (mpicoll/_collectives/_sizes.py), as
+ * _waits.with_sizes posts and compares them: they go in the next slot of the group's Ring
+ * of their form (a persistent request, restarted: Ring.start), or in a nonblocking
+ * collective of their own where the group keeps none (an MPI without persistent
+ * collectives, a form past the first RINGS); started right after the data; waited for
+ * first, compared with what this rank expects, and then the data waited for. Counts that
+ * differ and MPI's errors go back to the Python side, which words them
+ * (_waits.counts_left). */
+enum { C_ALLTOALL = 0, C_ALLREDUCE = 1 };
+typedef struct {
+    PyObject *ring;            /* the Ring (a new reference), or NULL: a call of their own */
+    Py_ssize_t slot, slots;    /* the ring's slot taken, and how many it has */
+    PyObject *reqobj;          /* the slot's mpi4py Request (a new reference), or NULL */
+    MPI_Request *req;          /* the counts' request: in reqobj, or &own */
+    MPI_Request own;
+    int method, scount, rcount;/* a call of their own: C_ALLTOALL (counts a rank) or
+                                  C_ALLREDUCE (MPI_MAX over rcount) */
+    Py_buffer send, recv;      /* .obj NULL where this rank sends or receives none */
+    PyObject *recvobj;         /* the array they are received into (a new reference) */
+    PyObject *sent, *expected; /* the Sizes' bytes, or None (new references) */
+    int relayed;               /* every rank compares (Agreed): data may be left running */
+} Counts;
+
+/* the MPI datatype mpi4py gives numpy's int64, in which the Python side posts counts */
+#define COUNT_TYPE (sizeof(long) == 8 ? MPI_LONG : MPI_LONG_LONG)
+
+static void counts_release(Counts *c) {
+    if (c->send.obj != NULL) PyBuffer_Release(&c->send);
+    if (c->recv.obj != NULL) PyBuffer_Release(&c->recv);
+    Py_CLEAR(c->ring);
+    Py_CLEAR(c->reqobj);
+    Py_CLEAR(c->recvobj);
+    Py_CLEAR(c->sent);
+    Py_CLEAR(c->expected);
+}
+
+/* obj[i] of the list `obj`, borrowed; NULL with an error where it is no such list. */
+static PyObject *item_of(PyObject *obj, Py_ssize_t i) {
+    if (obj == NULL || !PyList_Check(obj) || i < 0 || i >= PyList_GET_SIZE(obj)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a counts ring's lists");
+        return NULL;
+    }
+    return PyList_GET_ITEM(obj, i);
+}
+
+/* The ring's next slot into `c`: 1, 0 where a call in flight still holds it (the Python
+ * side completes that call first: Ring.ready), -1 with an error. */
+static int counts_slot(PyObject *ring, Counts *c) {
+    PyObject *at = NULL, *owners = NULL, *reqs = NULL, *recvs = NULL, *sends = NULL;
+    int result = -1;
+    if ((at = PyObject_GetAttr(ring, str_at)) == NULL ||
+        (owners = PyObject_GetAttr(ring, str_owners)) == NULL ||
+        (reqs = PyObject_GetAttr(ring, str_reqs)) == NULL ||
+        (recvs = PyObject_GetAttr(ring, str_recvs)) == NULL ||
+        (sends = PyObject_GetAttr(ring, str_sends)) == NULL)
+        goto out;
+    c->slot = PyLong_AsSsize_t(at);
+    if (c->slot == -1 && PyErr_Occurred()) goto out;
+    PyObject *owner = item_of(owners, c->slot), *req = item_of(reqs, c->slot);
+    PyObject *recv = item_of(recvs, c->slot), *send = item_of(sends, c->slot);
+    if (owner == NULL || req == NULL || recv == NULL || send == NULL) goto out;
+    if (owner != Py_None) {
+        result = 0;
+        goto out;
+    }
+    c->ring = Py_NewRef(ring);
+    c->slots = PyList_GET_SIZE(reqs);
+    c->reqobj = Py_NewRef(req);
+    c->recvobj = Py_NewRef(recv);
+    if ((c->req = PyMPIRequest_Get(req)) == NULL ||
+        (send != Py_None && PyObject_GetBuffer(send, &c->send, PyBUF_WRITABLE) < 0))
+        goto out;
+    result = 1;
+out:
+    Py_XDECREF(sends);
+    Py_XDECREF(recvs);
+    Py_XDECREF(reqs);
+    Py_XDECREF(owners);
+    Py_XDECREF(at);
+    return result;
+}
+
+/* A nonblocking collective of the counts' own into `c` (the Sizes' method, on a group of
+ * `n` ranks): 1, 0 where it is one the core does not post, -1 with an error. */
+static int counts_own(PyObject *sizes, long n, Counts *c) {
+    PyObject *method = PyObject_GetAttr(sizes, str_method), *nobj = NULL, *send = NULL;
+    int result = -1;
+    if (method == NULL) return -1;
+    c->method = PyUnicode_Check(method) && PyUnicode_CompareWithASCIIString(method,
+                                                                            "Ialltoall") == 0
+        ? C_ALLTOALL
+        : PyUnicode_Check(method) && PyUnicode_CompareWithASCIIString(method,
+                                                                      "Iallreduce") == 0
+        ? C_ALLREDUCE : -1;
+    if (c->method < 0) { /* (gather's and scatter's counts: not the core's calls) */
+        result = 0;
+        goto out;
+    }
+    if ((nobj = PyObject_GetAttr(sizes, str_n)) == NULL ||
+        (send = PyObject_GetAttr(sizes, str_send)) == NULL)
+        goto out;
+    long total = PyLong_AsLong(nobj);
+    if (total == -1 && PyErr_Occurred()) goto out;
+    if (send != Py_None && PyObject_GetBuffer(send, &c->send, PyBUF_SIMPLE) < 0) goto out;
+    long sent = c->send.obj == NULL ? 0 : (long)(c->send.len / 8);
+    if (c->method == C_ALLTOALL) {
+        if (n <= 0 || sent % n || total % n) {
+            result = 0;
+            goto out;
+        }
+        c->scount = (int)(sent / n), c->rcount = (int)(total / n);
+    } else {
+        if (sent != total) {
+            result = 0;
+            goto out;
+        }
+        c->scount = c->rcount = (int)total;
+    }
+    npy_intp dims[1] = {total};
+    if ((c->recvobj = PyArray_SimpleNew(1, dims, NPY_INT64)) == NULL) goto out;
+    c->req = &c->own;
+    c->own = MPI_REQUEST_NULL;
+    result = 1;
+out:
+    Py_XDECREF(send);
+    Py_XDECREF(nobj);
+    Py_DECREF(method);
+    return result;
+}
+
+/* Where the counts `sizes` go on `group` (of `n` ranks) beside the call's data, into
+ * `c`: the next slot of the group's ring of their form (the ring made, at its first call,
+ * by the Sizes' own ring(); every rank makes it at the same call), or a call of their
+ * own. 1 with `c` filled (release it with counts_release), 0 where the Python side makes
+ * the call, -1 with an error. */
+static int counts_take(PyObject *group, PyObject *sizes, long n, Counts *c) {
+    memset(c, 0, sizeof *c);
+    PyObject *rings = group_get(group, G_COUNTS), *form = NULL, *ring = NULL, *rel = NULL;
+    int result = -1;
+    if (rings == NULL) return -1;
+    if (PyDict_Check(rings)) {
+        if ((form = PyObject_GetAttr(sizes, str_form)) == NULL) goto out;
+        ring = PyDict_GetItemWithError(rings, form);
+        if (ring != NULL) {
+            Py_INCREF(ring);
+        } else if (PyErr_Occurred() ||
+                   (ring = PyObject_CallMethodOneArg(sizes, str_ring, group)) == NULL) {
+            goto out;
+        }
+    }
+    int taken = ring != NULL && ring != Py_None ? counts_slot(ring, c) : counts_own(sizes, n, c);
+    if (taken <= 0) {
+        result = taken;
+        goto out;
+    }
+    if ((c->sent = PyObject_GetAttr(sizes, str_sent)) == NULL ||
+        (c->expected = PyObject_GetAttr(sizes, str_expected)) == NULL ||
+        (rel = PyObject_GetAttr(sizes, str_relayed)) == NULL ||
+        (c->relayed = PyObject_IsTrue(rel)) < 0)
+        goto out;
+    if (c->recvobj != Py_None && PyObject_GetBuffer(c->recvobj, &c->recv, PyBUF_SIMPLE) < 0)
+        goto out;
+    int sends_ok = c->ring == NULL || (c->send.obj == NULL
+        ? c->sent == Py_None
+        : PyBytes_Check(c->sent) && PyBytes_GET_SIZE(c->sent) == c->send.len);
+    result = sends_ok && (c->expected == Py_None || PyBytes_Check(c->expected));
+out:
+    if (result != 1) counts_release(c);
+    Py_XDECREF(rel);
+    Py_XDECREF(ring);
+    Py_XDECREF(form);
+    Py_DECREF(rings);
+    return result;
+}
+
+/* After the data's request `data` is posted on `comm`: the counts started (counts_take),
+ * waited for first and compared, then the data waited for. Returns MPI_SUCCESS, with
+ * *differ set where the counts differ from those this rank expects (the data then
+ * waited for where only a receiver compares, its error ignored: the counts say more;
+ * left to the caller where every rank compares and it is still running), MPI's error, or
+ * -1 with an exception. */
+static int counts_run(Counts *c, MPI_Comm comm, Record *rec, long spin, PyObject *op,
+                      PyObject *group, PyObject *seq, PyObject *keep, MPI_Request *data,
+                      int *differ) {
+    int err;
+    if (c->ring != NULL) {
+        if (c->send.obj != NULL)
+            memcpy(c->send.buf, PyBytes_AS_STRING(c->sent), (size_t)c->send.len);
+        PyObject *next = PyLong_FromSsize_t((c->slot + 1) % c->slots);
+        if (next == NULL || PyObject_SetAttr(c->ring, str_at, next) < 0) {
+            Py_XDECREF(next);
+            return -1;
+        }
+        Py_DECREF(next);
+        err = MPI_Start(c->req);
+    } else {
+        void *sb = c->send.obj != NULL ? c->send.buf : NULL;
+        void *rb = c->recv.obj != NULL ? c->recv.buf : NULL;
+        err = c->method == C_ALLTOALL
+            ? MPI_Ialltoall(sb, c->scount, COUNT_TYPE, rb, c->rcount, COUNT_TYPE, comm, c->req)
+            : MPI_Iallreduce(sb, rb, c->rcount, COUNT_TYPE, MPI_MAX, comm, c->req);
+    }
+    if (err == MPI_SUCCESS) err = wait_for(c->req, rec, spin, op, group, seq, keep);
+    if (err != MPI_SUCCESS) return err;
+    if (c->expected != Py_None &&
+        (c->recv.obj == NULL || c->recv.len != PyBytes_GET_SIZE(c->expected) ||
+         memcmp(c->recv.buf, PyBytes_AS_STRING(c->expected), (size_t)c->recv.len) != 0)) {
+        *differ = 1;
+        if (!c->relayed) (void)wait_for(data, rec, spin, op, group, seq, keep);
+        return MPI_SUCCESS;
+    }
+    return wait_for(data, rec, spin, op, group, seq, keep);
+}
+
 /* The `n` ints of the list or tuple `seq` into `out`; -1 with an error where it is not such. */
 static int ints_into(PyObject *seq, int n, int *out) {
     if (!(PyList_Check(seq) || PyTuple_Check(seq)) || PySequence_Fast_GET_SIZE(seq) != n) {
@@ -1888,28 +2109,33 @@ static int vcall_post(const VCall *v, MPI_Comm comm, int blocking, MPI_Request *
 
 /* The call `v` on `group`, blocking: numbered (whatever happens next), recorded (`meta`:
  * what the Python path's record keeps of its arguments; `count`: elements received),
- * posted and waited for as exchange_in's. Returns MPI_SUCCESS, MPI's error (its
- * exception not raised: the caller explains it), or -1 with an exception set. */
+ * posted and waited for as exchange_in's, with its counts beside it where `c` is given
+ * (counts_run). Returns MPI_SUCCESS (*differ set where the counts differ), MPI's error
+ * (its exception not raised: the caller explains it), or -1 with an exception set; the
+ * data's request is left in *req (MPI_REQUEST_NULL once complete), the call's number in
+ * *seqv. */
 static int vcall_in(const VCall *v, PyObject *op, PyObject *group, PyObject *dtobj,
-                    PyObject *meta, long long count, long spin, PyObject *keep) {
+                    PyObject *meta, long long count, long spin, PyObject *keep, Counts *c,
+                    MPI_Request *req, long long *seqv, int *differ) {
+    *req = MPI_REQUEST_NULL;
+    *differ = 0;
     PyObject *commobj = group_get(group, G_COMM);
     if (commobj == NULL) return -1;
     MPI_Comm *comm = PyMPIComm_Get(commobj);
     PyObject *seq = comm == NULL ? NULL : next_seq(group, 1);
     int err = -1;
     if (seq == NULL) goto out;
-    Record *rec = capacity > 0 ? record(op, group, PyLong_AsLongLong(seq), count, dtobj, NULL,
-                                        meta)
-                               : NULL;
-    MPI_Request req = MPI_REQUEST_NULL;
-    if (alone(*comm)) { /* (nothing to wait for: MPI's blocking call, its cheaper path) */
+    *seqv = PyLong_AsLongLong(seq);
+    Record *rec = capacity > 0 ? record(op, group, *seqv, count, dtobj, NULL, meta) : NULL;
+    if (c == NULL && alone(*comm)) { /* (nothing to wait for: MPI's blocking call) */
         err = vcall_post(v, *comm, 1, NULL);
-    } else if ((err = vcall_post(v, *comm, 0, &req)) == MPI_SUCCESS) {
-        err = wait_for(&req, rec, spin, op, group, seq, keep);
+    } else if ((err = vcall_post(v, *comm, 0, req)) == MPI_SUCCESS) {
+        err = c != NULL ? counts_run(c, *comm, rec, spin, op, group, seq, keep, req, differ)
+                        : wait_for(req, rec, spin, op, group, seq, keep);
     }
     if (rec != NULL) {
         rec->done = now_ns();
-        if (err != MPI_SUCCESS) rec->state = FAILED;
+        if (err != MPI_SUCCESS || *differ) rec->state = FAILED;
     }
 out:
     Py_XDECREF(seq);
@@ -1930,19 +2156,55 @@ static PyObject *vcall_failed(int err, PyObject *hit, PyObject *first, PyObject 
 }
 
 /* `v` run (vcall_in) with the call's tensors (`keep_a`, `keep_b`) kept while it waits,
- * then `meta` (a reference taken over) and v's arrays released. Returns True, (hit,
- * first, second, error) where MPI raised, or NULL. */
+ * and its counts beside it where `sizes` (the entry's Sizes) is not None; then `meta` (a
+ * reference taken over) and v's arrays released. Returns True; False where the Python
+ * side makes the call (counts_take); (hit, first, second, error) where MPI raised; with
+ * counts, (hit, first, second, (error or None where the counts differ, the data's
+ * request, the counts' request, the counts received, their ring or None, its slot, the
+ * call's number)) where the call did not complete as expected (_waits.counts_left
+ * settles it); or NULL. */
 static PyObject *vcall_run(VCall *v, PyObject *op, PyObject *group, PyObject *dtobj,
                            PyObject *meta, long long count, long spin, PyObject *keep_a,
                            PyObject *keep_b, PyObject *hit, PyObject *first,
-                           PyObject *second) {
-    PyObject *keep = PyTuple_Pack(2, keep_a, keep_b), *result = NULL;
-    if (keep != NULL) {
-        int err = vcall_in(v, op, group, dtobj, meta, count, spin, keep);
-        result = err == MPI_SUCCESS ? Py_NewRef(Py_True)
-                                    : vcall_failed(err, hit, first, second);
-        Py_DECREF(keep);
+                           PyObject *second, PyObject *sizes) {
+    PyObject *keep = NULL, *result = NULL;
+    Counts counts, *c = NULL;
+    if (sizes != NULL && sizes != Py_None) {
+        int taken = counts_take(group, sizes, v->n, &counts);
+        if (taken <= 0) {
+            if (taken == 0) result = Py_NewRef(Py_False);
+            goto out;
+        }
+        c = &counts;
     }
+    if ((keep = PyTuple_Pack(2, keep_a, keep_b)) == NULL) goto out;
+    MPI_Request req;
+    long long seq = 0;
+    int differ = 0;
+    int err = vcall_in(v, op, group, dtobj, meta, count, spin, keep, c, &req, &seq, &differ);
+    if (err == MPI_SUCCESS && !differ) {
+        result = Py_NewRef(Py_True);
+    } else if (c == NULL || err < 0) {
+        result = vcall_failed(err, hit, first, second);
+    } else { /* (the counts differ, or MPI raised beside them: the Python side settles) */
+        PyObject *e = Py_None;
+        if (err != MPI_SUCCESS) {
+            if (raise_mpi(err) != NULL || (e = mpi_error_taken()) == NULL) goto out;
+        } else {
+            Py_INCREF(e);
+        }
+        PyObject *left = tuple_of(
+            7, e, PyMPIRequest_New(req),
+            c->reqobj != NULL ? Py_NewRef(c->reqobj) : PyMPIRequest_New(c->own),
+            Py_NewRef(c->recvobj), Py_NewRef(c->ring != NULL ? c->ring : Py_None),
+            PyLong_FromSsize_t(c->slot), PyLong_FromLongLong(seq));
+        result = left == NULL ? NULL
+                              : tuple_of(4, Py_NewRef(hit), Py_NewRef(first),
+                                         Py_NewRef(second), left);
+    }
+out:
+    Py_XDECREF(keep);
+    if (c != NULL) counts_release(c);
     Py_XDECREF(meta);
     vcall_done(v);
     return result;
@@ -2077,7 +2339,7 @@ static PyObject *exchange_v(PyObject *op, PyObject *group, PyObject *hit, PyArra
     for (int i = 0; i < v.n; i++) count += v.rc[i];
     if (capacity > 0 && (meta = exchange_meta(hit)) == NULL) goto out;
     return vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, 3), meta, count, spin, output,
-                     input, hit, (PyObject *)s, (PyObject *)r);
+                     input, hit, (PyObject *)s, (PyObject *)r, PyTuple_GET_ITEM(hit, 6));
 out:
     vcall_done(&v);
     return NULL;
@@ -2149,8 +2411,8 @@ static PyObject *exchange(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_DECREF(result);
     } else if (!left && !direct && PyTuple_GET_SIZE(hit) == 7 &&
                vmethod_kind(method) == V_ALLTOALLV && PyTuple_GET_ITEM(hit, 4) == Py_None &&
-               PyTuple_GET_ITEM(hit, 5) == Py_None && PyTuple_GET_ITEM(hit, 6) == Py_None) {
-        /* (split sizes: MPI's Alltoallv, where no counts go beside it) */
+               PyTuple_GET_ITEM(hit, 5) == Py_None) {
+        /* (split sizes: MPI's Alltoallv, its counts beside it where they go) */
         result = exchange_v(op, group, hit, sa, ra, args[7], output, input);
         if (result != Py_False) goto hit_out;
         Py_DECREF(result);
@@ -2692,6 +2954,7 @@ static int list_into(PyObject *lay, PyObject *given, int n, int *counts, int *di
 }
 
 /* Whether none of the arrays in the list `arrays` shares memory with [lo, hi). */
+#define APART_ASKED 32 /* (n * n pairs: 1,024 at most, a microsecond) */
 static int pieces_apart(PyObject *arrays, long long lo, long long hi) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(arrays); i++) {
         PyArrayObject *x = (PyArrayObject *)PyList_GET_ITEM(arrays, i);
@@ -2732,7 +2995,8 @@ static PyObject *lists_v(PyObject *op, PyObject *group, PyObject *hit, PyObject 
                                 dtobj),
                          PyTuple_New(0))) == NULL)
         goto out;
-    return vcall_run(&v, op, group, dtobj, meta, count, spin, outs, ins, hit, outl, inl);
+    return vcall_run(&v, op, group, dtobj, meta, count, spin, outs, ins, hit, outl, inl,
+                     PyTuple_GET_ITEM(hit, 5));
 out:
     vcall_done(&v);
     return NULL;
@@ -2751,11 +3015,10 @@ static PyObject *listed_v(PyObject *op, PyObject *group, PyObject *hit, PyArrayO
     Py_ssize_t size = PyTuple_Check(hit) ? PyTuple_GET_SIZE(hit) : 0;
     int kind = size ? vmethod_kind(PyTuple_GET_ITEM(hit, 0)) : -1;
     int gathers = writes && size == 6 && (kind == V_ALLGATHER || kind == V_ALLGATHERV) &&
-        PyTuple_GET_ITEM(hit, 1) == Py_None && PyTuple_GET_ITEM(hit, 4) == Py_None &&
-        PyTuple_GET_ITEM(hit, 5) == Py_None;
+        PyTuple_GET_ITEM(hit, 1) == Py_None && PyTuple_GET_ITEM(hit, 4) == Py_None;
     int scatters = !writes && size == 5 &&
         (kind == V_REDUCE_SCATTER_BLOCK || kind == V_REDUCE_SCATTER) &&
-        PyTuple_GET_ITEM(hit, 4) == Py_None && LAY(lay, L_END_TO_END) == Py_True;
+        LAY(lay, L_END_TO_END) == Py_True;
     if (!gathers && !scatters) Py_RETURN_FALSE;
     if (PyArray_SIZE(a) > INT_MAX) Py_RETURN_FALSE;
     PyObject *dtobj = PyTuple_GET_ITEM(hit, gathers ? 3 : 2), *meta = NULL;
@@ -2819,7 +3082,7 @@ static PyObject *listed_v(PyObject *op, PyObject *group, PyObject *hit, PyArrayO
         }
     }
     return vcall_run(&v, op, group, dtobj, meta, count, spin, tensor, tensors, hit,
-                     (PyObject *)a, lay);
+                     (PyObject *)a, lay, PyTuple_GET_ITEM(hit, gathers ? 5 : 4));
 out:
     vcall_done(&v);
     return NULL;
@@ -3011,7 +3274,9 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     long long shi = PyLong_AsLongLong(LAY(inl, L_END));
     if (PyErr_Occurred()) goto out;
     /* (spans that meet: where both lie end to end, they share memory; else asked tensor
-     * by tensor, where the call is messages: a few ranks) */
+     * by tensor, each against the other list's, up to APART_ASKED ranks: tensors
+     * allocated one by one lie among each other's; on more ranks, the Python side, which
+     * keeps its answers) */
     int apart = !(slo < rhi && rlo < shi);
     if (!apart && radj && sadj) goto no;
     PyObject *method = PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) > 0
@@ -3019,7 +3284,7 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     int direct = method != NULL && PyUnicode_Check(method) &&
         (method == str_direct || PyUnicode_Compare(method, str_direct) == 0);
     if (PyErr_Occurred()) goto out;
-    if (!apart && direct) {
+    if (!apart && (direct || n <= APART_ASKED)) {
         PyObject *souts = LAY(inl, L_ARRAYS), *routs = LAY(outl, L_ARRAYS);
         apart = 1;
         for (Py_ssize_t i = 0; apart && i < PyList_GET_SIZE(routs); i++) {
@@ -3043,10 +3308,11 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
         Py_CLEAR(result);
     } else if (apart && !direct && !left && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 6 &&
-               vmethod_kind(method) == V_ALLTOALLV && PyTuple_GET_ITEM(hit, 4) == Py_None &&
-               PyTuple_GET_ITEM(hit, 5) == Py_None) { /* (MPI's Alltoallv, nothing beside it) */
+               vmethod_kind(method) == V_ALLTOALLV && PyTuple_GET_ITEM(hit, 4) == Py_None) {
+        /* (MPI's Alltoallv, no own block; its counts beside it where they go) */
         result = lists_v(op, group, hit, outl, inl, (int)n, spin, outs, ins);
-        goto out;
+        if (result != Py_False) goto out;
+        Py_CLEAR(result);
     }
     result = PyTuple_Pack(3, hit, outl, inl);
     goto out;
@@ -3102,7 +3368,7 @@ static PyObject *rooted_v(PyObject *op, PyObject *group, PyObject *found, PyObje
         if (meta == NULL) goto out;
     }
     return vcall_run(&v, op, group, dtobj, meta, PyArray_SIZE(a), spin, tensor, tensors, hit,
-                     (PyObject *)a, lay);
+                     (PyObject *)a, lay, NULL); /* (one process: no counts beside it) */
 out:
     vcall_done(&v);
     return NULL;
@@ -3345,13 +3611,18 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
                           &str_requires_grad, &str_is_contiguous, &str_vmethods[V_ALLTOALLV],
                           &str_vmethods[V_ALLGATHER], &str_vmethods[V_ALLGATHERV],
                           &str_vmethods[V_REDUCE_SCATTER_BLOCK],
-                          &str_vmethods[V_REDUCE_SCATTER]};
+                          &str_vmethods[V_REDUCE_SCATTER], &str_counts, &str_form,
+                          &str_sent, &str_expected, &str_relayed, &str_at, &str_owners,
+                          &str_reqs, &str_recvs, &str_sends, &str_method, &str_n,
+                          &str_send, &str_ring};
     const char *texts[] = {"missed", "seq", "_size", "kept", "direct", "reduced", "comm",
                            "_rank", "Iallgather", "Ialltoall", "Ireduce_scatter_block",
                            "_index", "data_ptr", "shape", "dtype", "requires_grad",
                            "is_contiguous", "Ialltoallv", "Iallgather", "Iallgatherv",
-                           "Ireduce_scatter_block", "Ireduce_scatter"};
-    for (int i = 0; i < 22; i++)
+                           "Ireduce_scatter_block", "Ireduce_scatter", "counts", "form",
+                           "sent", "expected", "relayed", "at", "owners", "reqs", "recvs",
+                           "sends", "method", "n", "send", "ring"};
+    for (int i = 0; i < (int)(sizeof texts / sizeof texts[0]); i++)
         if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;

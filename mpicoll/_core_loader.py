@@ -20,7 +20,7 @@ from . import _recorder
 from ._env import flag, timeout_for
 from ._watched import watched
 
-API = 16  # what this Python side calls in the core (mpicoll/_core.c, CORE_API)
+API = 17  # what this Python side calls in the core (mpicoll/_core.c, CORE_API)
 module: Any = None  # the loaded core, or None: the Python path
 why = "not loaded yet (it loads with the first collective)"
 _tried = False

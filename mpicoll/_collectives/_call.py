@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from numpy import copyto as _copyto
 from numpy import ndarray as _ndarray
@@ -24,7 +24,7 @@ from ._entries import Exchange, Messages, Reduced
 from ._layout import layout
 from ._own_block import own_blocks
 from ._sizes import Sizes
-from ._waits import interrupted, with_sizes
+from ._waits import counts_left, interrupted, with_sizes
 
 try:  # numpy's C function itself, without the __array_function__ dispatch (2x faster)
     from numpy._core._multiarray_umath import may_share_memory as may_share_memory
@@ -187,8 +187,8 @@ def quick_listed(op: str, group: Any, tensor: Any, tensors: Any, how: int,
                             len(_polling.spin), _departed.left)
         if found is True or found is False or len(found) == 3:
             return found
-        if len(found) == 4:  # (MPI's collective, made in the core, raised)
-            raise core_failed(op, *found) from found[3]
+        if len(found) == 4:  # (MPI's collective, made in the core, did not complete)
+            core_failed(op, group, *found, (tensor, tensors))
         _direct.settled(core, op, group, *found, (tensor, tensors))  # (a run not finished)
         return True
     writes = bool(how & WRITES_LIST)
@@ -224,10 +224,13 @@ def quick_exchange(op: str, group: Any, output: Any, input: Any, table: dict[tup
             return found
         if len(found) == 3:  # (an entry the core does not make: the call is made here)
             exchanged(op, group, *found, (output, input))
-        elif len(found) == 4:  # (the MPI collective raised)
+        elif len(found) == 4:  # (the MPI collective raised, or its counts differ)
             hit, s, r, e = found
-            raise mpi_error(op, e, ((s, hit.send, hit.datatype), (r, hit.recv, hit.datatype),
-                                    *(hit.after or ()))) from e
+            args = ((s, hit.send, hit.datatype), (r, hit.recv, hit.datatype),
+                    *(hit.after or ()))
+            if isinstance(e, tuple):  # (counts beside the data: _waits.counts_left)
+                counts_left(op, group, hit.sizes, args, (output, input), e)
+            raise mpi_error(op, e, args) from e
         else:  # (the Plan's run did not finish: an MPI error, a tag that differs)
             _direct.settled(core, op, group, *found, (output, input))
         return True
@@ -287,13 +290,19 @@ def exchanged(op: str, group: Any, hit: Exchange | Messages | Reduced, s: Any, r
               ((s, sc, dt), (r, rc, dt), *mpi_op), sizes, 5, keep)
 
 
-def core_failed(op: str, hit: Any, first: Any, second: Any, e: Any) -> Exception:
-    """The MPIError of MPI's collective ``e`` that the compiled core made from a list's
-    quick entry ``hit`` between ``first`` and ``second`` (an array, or a list's layout),
-    naming the tensors and counts."""
+def core_failed(op: str, group: Any, hit: Any, first: Any, second: Any, outcome: Any,
+                keep: Any = None) -> NoReturn:
+    """Raise what MPI's collective, made by the compiled core from a list's quick entry
+    ``hit`` between ``first`` and ``second`` (an array, or a list's layout), ended with:
+    ``outcome``, MPI's error (an MPIError naming the tensors and counts), or what the
+    core left of a call whose counts went beside its data (:func:`._waits.counts_left`;
+    ``keep``: the caller's tensors, kept with data MPI still owns)."""
     def tensors(x: Any) -> Any:
         return x if hasattr(x, "shape") else x.arrays
-    return mpi_error(op, e, (tensors(first), tensors(second), *hit[1:3]))
+    args = (tensors(first), tensors(second), *hit[1:3])
+    if isinstance(outcome, tuple):
+        counts_left(op, group, hit.sizes, args, keep, outcome)
+    raise mpi_error(op, outcome, args) from outcome
 
 
 def exchange_key(out: Any, inp: Any, group: Any, extra: Any = None) -> tuple:

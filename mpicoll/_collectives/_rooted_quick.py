@@ -52,7 +52,7 @@ def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, te
                     (tensor, tensors))
             return True
         if len(found) == 4:  # (MPI's Gatherv or Scatterv, made in the core, raised)
-            raise core_failed(name, *found) from found[3]
+            core_failed(name, pg, *found)
         hit, a, q = found if len(found) == 3 else (*found, None)
     else:
         a = quick_array(tensor, not gathering)

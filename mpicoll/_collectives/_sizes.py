@@ -82,20 +82,24 @@ class Sizes:
         """Before the call's data is posted: where the counts take a persistent request
         (:mod:`._counts_ring`), make the group's ring of this form at its first call, and
         the slot this call takes free."""
-        ring = self._ring(group)
+        ring = self.ring(group)
         if ring is not None:
             ring.ready(self.op, group)
 
     def post(self, group: Any) -> tuple[Any, Any, Ring | None, int]:
         """Start the counts' collective on ``group``: (request, what it receives into, its
         :class:`Ring` and slot there, to note an owner; None, 0 where not persistent)."""
-        ring = self._ring(group)
+        ring = self.ring(group)
         if ring is not None:
             return ring.start(self.op, group, self.sent)
         recv = _empty(self.n, _int64) if self.n else None
         return getattr(group.comm, self.method)(self.send, recv, *self.after), recv, None, 0
 
-    def _ring(self, group: Any) -> Ring | None:
+    def ring(self, group: Any) -> Ring | None:
+        """The group's :class:`Ring` of these counts' form, made at its first call (every
+        rank makes it at the same call), or None where they go in a nonblocking
+        collective of their own (no persistent collectives, or a form past the first
+        ``RINGS``). The compiled core asks for it too, where the group has none yet."""
         global _PERSISTENT
         rings = getattr(group, "counts", None)
         if rings is None or not (_PERSISTENT if _PERSISTENT is not None else _persistent()):

@@ -4,7 +4,7 @@ its counts (:mod:`._sizes`), and a wait that an interrupt cut short."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from .._abandoned import ABANDONED
 from .._describe import mpi_error
@@ -113,3 +113,28 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
     done(rec)
     return None
 
+
+
+def counts_left(op: str, group: Any, sizes: Sizes, args: tuple, keep: Any,
+                left: tuple) -> NoReturn:
+    """A call whose counts the compiled core posted beside its data, and which did not
+    complete as expected, settled as :func:`with_sizes` settles it, and raised.
+    ``left`` = (MPI's error, or None where the counts differ from those expected; the
+    data's request, still running or null; the counts' request; what they were received
+    into; their Ring, or None where they went in a call of their own; its slot; the
+    call's number). The core has marked the call's record failed."""
+    e, req, creq, crecv, ring, slot, seq = left
+    if req:  # (left to MPI, its buffers kept: it may never complete)
+        ABANDONED.append((req, (args, keep)))
+    if e is None:  # (the core compared them: they differ)
+        sizes.mismatch(crecv, group._rank, seq)
+    # an MPI that reports the mismatch itself: the counts, where they have arrived, say more
+    _owns(ring, slot, UNSURE)
+    try:
+        if creq:
+            wait_requests([creq], op, group, seq, args)
+    except MPI.Exception:
+        pass
+    else:
+        sizes.check(crecv, group._rank, seq)
+    raise mpi_error(op, e, args) from e

@@ -202,8 +202,8 @@ def _quick_lists(name: str, pg: Any, output_tensor_list: Any,
         if len(found) == 5:  # (the Plan's run did not finish)
             _direct.settled(core, name, pg, *found, (output_tensor_list, input_tensor_list))
             return True
-        if len(found) == 4:  # (MPI's Alltoallv, made in the core, raised)
-            raise core_failed(name, *found) from found[3]
+        if len(found) == 4:  # (MPI's Alltoallv, made in the core, did not complete)
+            core_failed(name, pg, *found, (output_tensor_list, input_tensor_list))
         hit, outl, inl = found
     else:
         n = pg._size
