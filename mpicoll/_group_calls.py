@@ -98,9 +98,10 @@ def _free_counts(pg: Any) -> None:
     """Free the persistent requests that carried the group's counts (before its
     communicator: MPI keeps a communicator with live requests), and the communicator of
     its direct exchanges."""
-    for ring in pg.counts.values():
-        ring.free()
-    pg.counts.clear()
+    if pg.counts is not None:  # (None: the group's counts never took a persistent request)
+        for ring in pg.counts.values():
+            ring.free()
+        pg.counts.clear()
     for entry in pg.kept.values():
         for req in entry.reqs:
             if req:  # (a Plan posted afresh holds none)

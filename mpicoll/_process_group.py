@@ -59,8 +59,9 @@ class ProcessGroup:
         self.barriers = 0  # monitored_barrier calls, counted alike (their messages say it)
         self.sent: dict[int, int] = {}  # group rank -> messages sent to it
         self.received: dict[int, int] = {}  # group rank -> messages received from it
-        # persistent collectives that carry calls' counts, by form (_collectives/_sizes)
-        self.counts: dict[tuple, Any] = {}
+        # persistent collectives that carry calls' counts, by form (_collectives/_sizes);
+        # None once it is known that none are made (an MPI without them)
+        self.counts: dict[tuple, Any] | None = {}
         # the communicator of its direct calls (_collectives/_direct), on groups small
         # enough for them: made here, where every member makes the group, so that no
         # call has to wait for it (an async first call would)

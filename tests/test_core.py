@@ -706,96 +706,26 @@ def test_v_collectives_of_one_rank_are_made_in_the_core_and_recorded(xp, rank, s
     assert scatter[1] == (6, MPI.DOUBLE) and scatter[2] == (0,)
 
 
-def test_counts_beside_the_data_go_in_the_core_and_a_mismatch_raises(xp, rank, size,
-                                                                       monkeypatch):
-    # where MPI's v-collectives carry the data (a group that sends no messages of its
-    # own: more than 8 ranks, here MPICOLL_DIRECT's bound set to 0 while it is made), the
-    # counts go beside the data in a collective of their own (a persistent request where
-    # the MPI has them). The core posts both, waits for the counts first and compares
-    # them: the calls right (lists of chunks, and of tensors allocated apart), each
-    # numbered and recorded, with the Python path's call refused; and ranks whose
-    # repeated calls disagree all raise SizeMismatch
+
+@pytest.mark.spawn
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_counts_beside_the_data_go_in_the_core_and_a_mismatch_raises(ranks):
+    # where MPI's v-collectives carry the data (more than 8 ranks; here MPICOLL_DIRECT=0,
+    # the whole job, since every group of one size takes the same transport), their
+    # counts go beside the data: the core posts both, waits for the counts first and
+    # compares them. tests/scripts/counts_in_core.py refuses the Python path's call
+    # after the first of each and checks every result against numpy, the records, a
+    # mismatch at a repeated call (SizeMismatch on every rank), and the calls after it
     if OFF:
         pytest.skip("the compiled core's calls")
-    if size < 2:
-        pytest.skip("one rank sends no counts")
-    if xp.name not in ("numpy", "torch"):
-        pytest.skip("the quick path's tensors (the others' go general)")
-    from mpicoll import _process_group
-    from mpicoll._collectives import _call, all_gather, all_to_all, reduce_scatter
-    with monkeypatch.context() as m:
-        m.setattr(_process_group, "direct_ranks", lambda: 0)
-        g = dist.new_group(list(range(size)))
-    assert g.direct is None
-    n = size
-    splits = [rank + j + 1 for j in range(n)]  # (what rank j sends here: the same)
-    inputs = [np.arange(sum(rank_j + j + 1 for j in range(n)), dtype=np.float64) + 100 * rank_j
-              for rank_j in range(n)]
+    from _launch import run_per_rank
 
-    def block(src, dst):  # rank src's block for rank dst
-        at = sum(src + k + 1 for k in range(dst))
-        return inputs[src][at:at + src + dst + 1]
-    exchanged = np.concatenate([block(j, rank) for j in range(n)])
-    x = xp.tensor(inputs[rank], "float64")
-    out = xp.tensor(np.zeros(sum(splits)), "float64")
-    chunk_in, chunk_out = xp.pieces(x, splits), xp.pieces(out, splits)
-    sep_in, sep_out = [], []
-    for j in range(n):  # (tensors allocated one by one: the lists' spans meet)
-        sep_in.append(xp.tensor(block(rank, j), "float64"))
-        sep_out.append(xp.tensor(np.zeros(splits[j]), "float64"))
-    mine = xp.tensor(np.full(rank + 1, float(rank)), "float64")
-    gathered = xp.tensor(np.zeros(n * (n + 1) // 2), "float64")
-    gather_out = xp.pieces(gathered, [j + 1 for j in range(n)])
-    summed = xp.tensor(np.zeros(rank + 1), "float64")
-    to_sum = xp.tensor(np.arange(n * (n + 1) // 2, dtype=np.float64) * (rank + 1), "float64")
-    to_sum_in = xp.pieces(to_sum, [j + 1 for j in range(n)])
-    first = rank * (rank + 1) // 2
-    calls = [
-        ("all_to_all_single", lambda: dist.all_to_all_single(out, x, splits, splits, group=g),
-         lambda: xp.to_numpy(out), exchanged),
-        ("all_to_all", lambda: dist.all_to_all(chunk_out, chunk_in, group=g),
-         lambda: xp.to_numpy(out), exchanged),
-        ("all_to_all", lambda: dist.all_to_all(sep_out, sep_in, group=g),
-         lambda: np.concatenate([xp.to_numpy(t) for t in sep_out]), exchanged),
-        ("all_gather", lambda: dist.all_gather(gather_out, mine, group=g),
-         lambda: xp.to_numpy(gathered),
-         np.concatenate([np.full(j + 1, float(j)) for j in range(n)])),
-        ("reduce_scatter", lambda: dist.reduce_scatter(summed, to_sum_in, group=g),
-         lambda: xp.to_numpy(summed),
-         np.arange(first, first + rank + 1, dtype=np.float64) * (n * (n + 1) // 2)),
-    ]
-    for _, call, _, _ in calls:  # (validated, their quick entries stored)
-        call()
-
-    def refused(*args, **kwargs):
-        raise AssertionError("the Python path made a call the core makes")
-    for module in (_call, all_to_all, all_gather, reduce_scatter):
-        monkeypatch.setattr(module, "quick", refused)
-    for _ in range(2):
-        for op, call, got, want in calls:
-            for t in (out, *sep_out):
-                xp.fill(t, -1.0)
-            xp.fill(gathered, -1.0)
-            xp.fill(summed, -1.0)
-            call()
-            np.testing.assert_array_equal(got(), want, err_msg=op)
-    records = _recorder.records()[-len(calls):]
-    assert [r[_recorder.OP] for r in records] == [op for op, *_ in calls]
-    assert all(_recorder.state(r) == _recorder.COMPLETED for r in records), records
-    # every rank's calls, validated both ways; then rank 1 repeats the other one
-    wide = xp.tensor(np.arange(2 * n, dtype=np.float64), "float64")
-    narrow = xp.tensor(np.arange(n, dtype=np.float64), "float64")
-    wide_out, narrow_out = xp.tensor(np.zeros(2 * n), "float64"), xp.tensor(np.zeros(n),
-                                                                            "float64")
-    two, one = [2] * n, [1] * n
-    dist.all_to_all_single(wide_out, wide, two, two, group=g)
-    dist.all_to_all_single(narrow_out, narrow, one, one, group=g)
-    with pytest.raises(SizeMismatch, match="all_to_all_single: the ranks disagree on sizes"):
-        if rank == 1:
-            dist.all_to_all_single(narrow_out, narrow, one, one, group=g)
-        else:
-            dist.all_to_all_single(wide_out, wide, two, two, group=g)
-    assert _recorder.state(_recorder.records()[-1]) == _recorder.FAILED
-    for op, call, got, want in calls:  # (and the group goes on, right)
-        call()
-        np.testing.assert_array_equal(got(), want, err_msg=op)
+    p, out = run_per_rank(ranks, ["tests/scripts/counts_in_core.py"], timeout=90,
+                          MPICOLL_DIRECT="0")
+    assert p.returncode == 0, p.stdout + p.stderr
+    for r in range(ranks):
+        for xp in ("numpy", "torch"):
+            assert (f"{xp}: 5 calls made in the core, right, recorded; the mismatch raised "
+                    "SizeMismatch: all_to_all_single: the ranks disagree on sizes") in out[r], \
+                out[r]
+            assert f"{xp}: after it, right" in out[r], out[r]

@@ -102,7 +102,11 @@ class Sizes:
         ``RINGS``). The compiled core asks for it too, where the group has none yet."""
         global _PERSISTENT
         rings = getattr(group, "counts", None)
-        if rings is None or not (_PERSISTENT if _PERSISTENT is not None else _persistent()):
+        if rings is None:
+            return None
+        if not (_PERSISTENT if _PERSISTENT is not None else _persistent()):
+            if not rings:  # (none will be made: the core need not ask again)
+                group.counts = None
             return None
         ring = rings.get(self.form)
         if ring is None:  # (collective: every rank makes it at the same call)

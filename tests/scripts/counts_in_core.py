@@ -1,0 +1,125 @@
+"""A job whose groups send no messages of their own (run with MPICOLL_DIRECT=0, as on
+more than 8 ranks): MPI's v-collectives carry the data, and their counts go beside it.
+Each call is made once by the general path, then again with the Python path's call
+refused, so that only the compiled core can make it: all_to_all_single with uneven split
+sizes, all_to_all of chunks and of tensors allocated apart, all_gather into a list of
+chunks of every rank's size, reduce_scatter from a list of chunks. Each result is
+compared with numpy's, each record must say completed; then rank 1 repeats another
+validated call than its peers (SizeMismatch on every rank, the record failed), and the
+calls after it are right. On numpy arrays and torch tensors; prints one line per
+framework and check (tests/test_core.py reads them)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import mpicoll as dist
+from mpicoll import _recorder
+from mpicoll._collectives import _call, all_gather, all_to_all, reduce_scatter
+from mpicoll.errors import SizeMismatch
+
+dist.init_process_group()
+rank, n = dist.get_rank(), dist.get_world_size()
+assert dist.new_group(list(range(n))).direct is None, "run with MPICOLL_DIRECT=0"
+QUICK = {m: m.quick for m in (_call, all_to_all, all_gather, reduce_scatter)}
+
+
+def refused(*args, **kwargs):
+    raise AssertionError("the Python path made a call the core makes")
+
+
+def numpy_of(t):
+    return t.numpy() if isinstance(t, torch.Tensor) else t
+
+
+def pieces(t, sizes):
+    if isinstance(t, torch.Tensor):
+        return list(t.split(sizes))
+    at = np.cumsum([0, *sizes])
+    return [t[at[k]:at[k + 1]] for k in range(len(sizes))]
+
+
+def run(xp):
+    new = (lambda a: torch.from_numpy(np.array(a, np.float64))) if xp == "torch" else (
+        lambda a: np.array(a, np.float64))
+    g = dist.new_group(list(range(n)))
+    splits = [rank + j + 1 for j in range(n)]  # (what rank j sends here: the same)
+    inputs = [np.arange(sum(r + j + 1 for j in range(n)), dtype=np.float64) + 100 * r
+              for r in range(n)]
+
+    def block(src, dst):  # rank src's block for rank dst
+        at = sum(src + k + 1 for k in range(dst))
+        return inputs[src][at:at + src + dst + 1]
+    exchanged = np.concatenate([block(j, rank) for j in range(n)])
+    x, out = new(inputs[rank]), new(np.zeros(sum(splits)))
+    chunk_in, chunk_out = pieces(x, splits), pieces(out, splits)
+    sep_in, sep_out = [], []
+    for j in range(n):  # (tensors allocated one by one: the lists' spans meet)
+        sep_in.append(new(block(rank, j)))
+        sep_out.append(new(np.zeros(splits[j])))
+    mine = new(np.full(rank + 1, float(rank)))
+    gathered = new(np.zeros(n * (n + 1) // 2))
+    gather_out = pieces(gathered, [j + 1 for j in range(n)])
+    summed = new(np.zeros(rank + 1))
+    to_sum = new(np.arange(n * (n + 1) // 2, dtype=np.float64) * (rank + 1))
+    first = rank * (rank + 1) // 2
+    calls = [
+        ("all_to_all_single", lambda: dist.all_to_all_single(out, x, splits, splits, group=g),
+         lambda: numpy_of(out), exchanged),
+        ("all_to_all", lambda: dist.all_to_all(chunk_out, chunk_in, group=g),
+         lambda: numpy_of(out), exchanged),
+        ("all_to_all", lambda: dist.all_to_all(sep_out, sep_in, group=g),
+         lambda: np.concatenate([numpy_of(t) for t in sep_out]), exchanged),
+        ("all_gather", lambda: dist.all_gather(gather_out, mine, group=g),
+         lambda: numpy_of(gathered),
+         np.concatenate([np.full(j + 1, float(j)) for j in range(n)])),
+        ("reduce_scatter",
+         lambda: dist.reduce_scatter(summed, pieces(to_sum, [j + 1 for j in range(n)]),
+                                     group=g),
+         lambda: numpy_of(summed),
+         np.arange(first, first + rank + 1, dtype=np.float64) * (n * (n + 1) // 2)),
+    ]
+    wide, narrow = new(np.arange(2 * n)), new(np.arange(n))
+    wide_out, narrow_out = new(np.zeros(2 * n)), new(np.zeros(n))
+    two, one = [2] * n, [1] * n
+    for _, call, _, _ in calls:  # (validated, their quick entries stored)
+        call()
+    dist.all_to_all_single(wide_out, wide, two, two, group=g)
+    dist.all_to_all_single(narrow_out, narrow, one, one, group=g)
+    for m in QUICK:
+        m.quick = refused
+    try:
+        for _ in range(2):
+            for op, call, got, want in calls:
+                for t in (out, gathered, summed, *sep_out):
+                    t[...] = -1.0
+                call()
+                np.testing.assert_array_equal(got(), want, err_msg=op)
+        records = _recorder.records()[-len(calls):]
+        assert [r[_recorder.OP] for r in records] == [op for op, *_ in calls], records
+        assert all(_recorder.state(r) == _recorder.COMPLETED for r in records), records
+        try:  # rank 1 repeats the other validated call
+            if rank == 1:
+                dist.all_to_all_single(narrow_out, narrow, one, one, group=g)
+            else:
+                dist.all_to_all_single(wide_out, wide, two, two, group=g)
+        except SizeMismatch as e:
+            said = str(e)
+        else:
+            raise AssertionError("no SizeMismatch")
+        assert _recorder.state(_recorder.records()[-1]) == _recorder.FAILED
+        print(f"{xp}: {len(calls)} calls made in the core, right, recorded; the mismatch "
+              f"raised SizeMismatch: {said}", flush=True)
+        for op, call, got, want in calls:  # (and the group goes on, right)
+            call()
+            np.testing.assert_array_equal(got(), want, err_msg=op)
+        print(f"{xp}: after it, right", flush=True)
+    finally:
+        for m, f in QUICK.items():
+            m.quick = f
+    dist.destroy_process_group(g)
+
+
+run("numpy")
+run("torch")
