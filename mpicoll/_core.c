@@ -115,6 +115,19 @@ static PyObject *tuple_of(Py_ssize_t n, ...) {
     return t;
 }
 
+/* Whether `obj` is the string `name` (interned): the same object, or an equal string
+ * that is not interned (two interned strings that are not one object differ: an entry's
+ * method, written as a literal in Python, is interned, and a comparison that can only
+ * fail cost about 95 instructions, five of them a call). Never raises. */
+static int same_name(PyObject *obj, PyObject *name) {
+    if (obj == name) return 1;
+    if (!PyUnicode_Check(obj) || (PyUnicode_CheckExact(obj) && PyUnicode_CHECK_INTERNED(obj)))
+        return 0;
+    int same = PyUnicode_Compare(obj, name) == 0;
+    if (PyErr_Occurred()) PyErr_Clear();
+    return same;
+}
+
 static long long now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts); /* wall clock, as time.time_ns: hosts compared */
@@ -1671,9 +1684,7 @@ static PyObject *run_kept_here(PyObject *op, PyObject *group, PyObject *hit,
 static int method_kind(PyObject *method) {
     if (method == NULL || !PyUnicode_Check(method)) return NOT_MINE;
     for (int k = ALLGATHER; k <= REDUCE_SCATTER_BLOCK; k++)
-        if (method == str_methods[k] || PyUnicode_Compare(method, str_methods[k]) == 0)
-            return k;
-    PyErr_Clear();
+        if (same_name(method, str_methods[k])) return k;
     return NOT_MINE;
 }
 
@@ -2214,10 +2225,7 @@ out:
 static int vmethod_kind(PyObject *method) {
     if (method == NULL || !PyUnicode_Check(method)) return -1;
     for (int k = V_ALLTOALLV; k <= V_REDUCE_SCATTER; k++)
-        if (method == str_vmethods[k]) return k;
-    for (int k = V_ALLTOALLV; k <= V_REDUCE_SCATTER; k++)
-        if (PyUnicode_Compare(method, str_vmethods[k]) == 0) return k;
-    if (PyErr_Occurred()) PyErr_Clear();
+        if (same_name(method, str_vmethods[k])) return k;
     return -1;
 }
 
@@ -2393,9 +2401,7 @@ static PyObject *exchange(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int kind = left || method == NULL || PyTuple_GET_SIZE(hit) != 7 ? NOT_MINE
         : method_kind(method);
     int direct = !left && method != NULL && kind == NOT_MINE &&
-        (method == str_direct || method == str_reduced ||
-         (PyUnicode_Check(method) && (PyUnicode_Compare(method, str_direct) == 0 ||
-                                      PyUnicode_Compare(method, str_reduced) == 0)));
+        (same_name(method, str_direct) || same_name(method, str_reduced));
     if (kind != NOT_MINE && (PyTuple_GET_ITEM(hit, 5) != Py_None ||
                              PyTuple_GET_ITEM(hit, 6) != Py_None))
         kind = NOT_MINE; /* (an own block to copy, counts beside the data: Python's) */
@@ -3281,9 +3287,7 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     if (!apart && radj && sadj) goto no;
     PyObject *method = PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) > 0
         ? PyTuple_GET_ITEM(hit, 0) : NULL;
-    int direct = method != NULL && PyUnicode_Check(method) &&
-        (method == str_direct || PyUnicode_Compare(method, str_direct) == 0);
-    if (PyErr_Occurred()) goto out;
+    int direct = method != NULL && same_name(method, str_direct);
     if (!apart && (direct || n <= APART_ASKED)) {
         PyObject *souts = LAY(inl, L_ARRAYS), *routs = LAY(outl, L_ARRAYS);
         apart = 1;
