@@ -498,18 +498,20 @@ typedef struct {
 } MsgSpec;
 
 /* The messages of one call: start, own block, tests, watched wait, statuses written
- * back, tags and lengths compared, the blocks folded where `fold` is not None. `stamp`:
- * what the call adds to each tag (its number on the group: _messages.Direct.stamp),
- * to the sends' tags where they are posted afresh (`specs`), and to those expected.
+ * back, tags and lengths compared, the blocks folded where `fold` is not None. Where
+ * the messages are posted afresh (`specs`), the call adds its number on the group to
+ * each tag, to the sends' and to those expected: (seq & `stamps`) << `bits`
+ * (_messages.Direct.stamp).
  * Returns None (done), the record's id (a tag or length differs), or NULL (an
  * exception). */
 static PyObject *messages(PyObject *op, PyObject *group, PyObject *seqobj,
                           PyObject *reqlist, PyObject *stlist, PyObject *tags,
                           PyObject *lengths, MPI_Datatype dt, PyObject *copy,
                           PyObject *meta, long spin, PyObject *keep, PyObject *fold,
-                          const MsgSpec *specs, MPI_Comm comm, long stamp) {
+                          const MsgSpec *specs, MPI_Comm comm, int bits, long stamps) {
     long long seq = PyLong_AsLongLong(seqobj);
     if (PyErr_Occurred()) return NULL;
+    long stamp = specs == NULL ? 0 : (long)(seq & stamps) << bits;
     if (!PyList_Check(reqlist) || !PyList_Check(stlist) || !PyTuple_Check(tags) ||
         !PyTuple_Check(lengths) ||
         PyList_GET_SIZE(stlist) != PyList_GET_SIZE(reqlist) ||
@@ -667,10 +669,6 @@ typedef struct {
     long stamps;        /* direct.stamps of it (0: none) */
 } Plan;
 
-/* What call `seq` adds to the tags of Plan `p`'s messages (_messages.Direct.stamp) */
-static long plan_stamp(const Plan *p, long long seq) {
-    return p->specs == NULL ? 0 : (long)(seq & p->stamps) << p->bits;
-}
 
 static PyTypeObject PlanType;
 
@@ -686,11 +684,10 @@ static PyObject *startwait(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     Plan *p = (Plan *)args[3];
     long spin = PyLong_AsLong(args[6]);
-    long long seq = PyLong_AsLongLong(args[2]);
     if (PyErr_Occurred()) return NULL;
     return messages(args[0], args[1], args[2], p->reqs, p->statuses, p->tags, p->lengths,
                     p->dt, args[4], args[5], spin, args[7], args[8], p->specs, p->comm,
-                    plan_stamp(p, seq));
+                    p->bits, p->stamps);
 }
 
 /* A Plan's posts = (communicator, ((send, address, count, datatype, peer, tag), ...)), one
@@ -1272,11 +1269,9 @@ static PyObject *run_cached(PyObject *op, PyObject *group, PyObject *seq, PlanCa
         Py_XDECREF(less);
         if (bad) goto back;
     }
-    long long n = PyLong_AsLongLong(seq);
-    if (n == -1 && PyErr_Occurred()) goto back;
     result = messages(op, group, seq, p->reqs, p->statuses, p->tags, p->lengths, p->dt,
-                      p->copy, p->meta, spin, keep, p->fold, p->specs, p->comm,
-                      plan_stamp(p, n));
+                      p->copy, p->meta, spin, keep, p->fold, p->specs, p->comm, p->bits,
+                      p->stamps);
 back: { /* put back as the newest, unless another thread's took its place meanwhile */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
