@@ -73,14 +73,17 @@ def _checks() -> str:
     big = f"2**{SIGNED.bit_length() - 1}"
     carried, missed = [], []
     if MAX_RANKS >= 2:
-        signed = "and the signature (collective, dtype, op) " if _signature.bits() else ""
-        if signed and FRESH:
-            signed = (f", the signature (collective, dtype, op) and the call's number (modulo "
-                      f"{1 << SEQ_BITS}: a message left from an earlier call is refused) ")
-        acks = " (a broadcast's and a scatter's root in their acknowledgements)" if signed \
-            else ""
-        carried.append(f"the counts{'' if signed.startswith(',') else ' '}{signed}in the "
-                       f"messages' tags on groups of 2 to {MAX_RANKS} ranks{acks}")
+        tags = f"in the messages' tags on groups of 2 to {MAX_RANKS} ranks"
+        if not _signature.bits():
+            carried.append(f"the counts {tags}")
+        elif FRESH:
+            carried.append(f"the counts, the signature (collective, dtype, op) and the call's "
+                           f"number (modulo {1 << SEQ_BITS}: a message left from an earlier "
+                           f"call is refused) {tags} (a broadcast's and a scatter's root in "
+                           f"their acknowledgements)")
+        else:
+            carried.append(f"the counts and the signature (collective, dtype, op) {tags} (a "
+                           f"broadcast's and a scatter's root in their acknowledgements)")
         where = f"above {MAX_COUNT} elements, or on more than {MAX_RANKS} ranks"
     else:
         where = f"every group, with MPICOLL_DIRECT={MAX_RANKS}"
