@@ -162,6 +162,26 @@ static int own_file(PyObject *name) {
     return known != Py_False;
 }
 
+/* own_file() of a code object's file, remembered for the last CODES code objects seen
+ * (held, so that no other code object takes a remembered one's address): a call's walk
+ * meets the same two or three each time, and a pointer compared costs less than the
+ * file name's lookup (about 110 instructions a frame). */
+#define CODES 4
+static PyObject *codes_seen[CODES];
+static int codes_own[CODES], codes_next = 0;
+
+static int own_code(PyObject *code, PyObject *filename) {
+    for (int i = 0; i < CODES; i++)
+        if (codes_seen[i] == code) return codes_own[i];
+    int own = own_file(filename);
+    if (own >= 0) {
+        Py_XSETREF(codes_seen[codes_next], Py_NewRef(code));
+        codes_own[codes_next] = own;
+        codes_next = (codes_next + 1) % CODES;
+    }
+    return own;
+}
+
 static void call_site(PyObject **code, int *lasti) {
     *code = NULL;
     *lasti = -1;
@@ -171,7 +191,7 @@ static void call_site(PyObject **code, int *lasti) {
     if (at == NULL) return; /* (at: the Python function calling us) */
     for (at = at->previous; at != NULL; at = at->previous) {
         if (_PyFrame_IsIncomplete(at)) continue;
-        int own = own_file(at->f_code->co_filename);
+        int own = own_code((PyObject *)at->f_code, at->f_code->co_filename);
         if (own < 0) return;
         if (!own) {
             *code = Py_NewRef((PyObject *)at->f_code);
@@ -190,7 +210,7 @@ static void call_site(PyObject **code, int *lasti) {
         f = back;
         if (f == NULL) return;
         PyCodeObject *c = PyFrame_GetCode(f); /* new reference */
-        int own = own_file(c->co_filename);
+        int own = own_code((PyObject *)c, c->co_filename);
         if (own < 0) {
             Py_DECREF(c);
             Py_DECREF(f);
@@ -3537,6 +3557,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         if (n == -1 && PyErr_Occurred()) return NULL;
         if (n > next_id) next_id = n;
     }
+    for (int i = 0; i < CODES; i++) Py_CLEAR(codes_seen[i]); /* (answers of `inside`) */
     PyObject **slots[7] = {&inside, &is_inside, &on_block, &on_unblock, &mpi_exception,
                            &states[ISSUED], &states[FAILED]};
     for (int i = 0; i < 7; i++) {
