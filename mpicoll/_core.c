@@ -2776,24 +2776,65 @@ out:
     return result;
 }
 
-/* A list's Layout: a struct sequence (a tuple whose items are also named), the fields
- * of mpicoll/_collectives/_layout.py's Layout, read here by their index (LAY). */
+/* A list's Layout: a tuple whose items are also named, the fields of
+ * mpicoll/_collectives/_layout.py's Layout (Python reads them by name, the core by index:
+ * LAY). A tuple subclass of its own rather than a struct sequence, which looks up its
+ * field counts in its type's dict each time one is made and freed (about 540
+ * instructions a list call). */
 enum { L_READ_ONLY, L_DTYPE, L_START, L_END, L_COUNTS, L_ADDRESSES, L_ARRAYS, L_END_TO_END,
        L_FIELDS };
-static PyStructSequence_Field layout_fields[] = {
-    {"read_only", "whether the list is only read"},
-    {"dtype", "the tensors' numpy dtype"},
-    {"start", "the lowest address of a tensor's memory"},
-    {"end", "the highest address past a tensor's memory"},
-    {"counts", "each tensor's number of elements (a list)"},
-    {"addresses", "each tensor's address, -1 where it is empty (a list)"},
-    {"arrays", "each tensor's numpy array (a list)"},
-    {"end_to_end", "whether the tensors lie end to end in list order (x.chunk(n))"},
-    {NULL, NULL}};
-static PyStructSequence_Desc layout_desc = {
-    "mpicoll._core.Layout", "Where a list's tensors lie (mpicoll/_collectives/_layout.py)",
-    layout_fields, L_FIELDS};
-static PyTypeObject LayoutType;
+static const char *layout_names[L_FIELDS] = {"read_only", "dtype", "start", "end", "counts",
+                                             "addresses", "arrays", "end_to_end"};
+
+static PyObject *layout_field(PyObject *self, void *at) {
+    return Py_NewRef(PyTuple_GET_ITEM(self, (Py_ssize_t)(intptr_t)at));
+}
+
+#define LAYOUT_FIELD(i, doc) {NULL, layout_field, NULL, doc, (void *)(intptr_t)(i)}
+static PyGetSetDef layout_getset[] = {
+    LAYOUT_FIELD(L_READ_ONLY, "whether the list is only read"),
+    LAYOUT_FIELD(L_DTYPE, "the tensors' numpy dtype"),
+    LAYOUT_FIELD(L_START, "the lowest address of a tensor's memory"),
+    LAYOUT_FIELD(L_END, "the highest address past a tensor's memory"),
+    LAYOUT_FIELD(L_COUNTS, "each tensor's number of elements (a list)"),
+    LAYOUT_FIELD(L_ADDRESSES, "each tensor's address, -1 where it is empty (a list)"),
+    LAYOUT_FIELD(L_ARRAYS, "each tensor's numpy array (a list)"),
+    LAYOUT_FIELD(L_END_TO_END, "whether the tensors lie end to end in list order "
+                               "(x.chunk(n))"),
+    {NULL}};
+
+static PyTypeObject LayoutType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mpicoll._core.Layout",
+    .tp_basicsize = sizeof(PyTupleObject) - sizeof(PyObject *),
+    .tp_itemsize = sizeof(PyObject *),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_TUPLE_SUBCLASS,
+    .tp_doc = "Where a list's tensors lie (mpicoll/_collectives/_layout.py)",
+    .tp_getset = layout_getset,
+};
+
+/* The type made ready, its fields named as a NamedTuple's (_fields, __match_args__). */
+static int layout_ready(void) {
+    for (int i = 0; i < L_FIELDS; i++) layout_getset[i].name = layout_names[i];
+    LayoutType.tp_base = &PyTuple_Type;
+    if (PyType_Ready(&LayoutType) < 0) return -1;
+    PyObject *names = PyTuple_New(L_FIELDS);
+    if (names == NULL) return -1;
+    for (int i = 0; i < L_FIELDS; i++) {
+        PyObject *name = PyUnicode_InternFromString(layout_names[i]);
+        if (name == NULL) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    int bad = PyDict_SetItemString(LayoutType.tp_dict, "_fields", names) < 0 ||
+              PyDict_SetItemString(LayoutType.tp_dict, "__match_args__", names) < 0;
+    Py_DECREF(names);
+    PyType_Modified(&LayoutType);
+    return bad ? -1 : 0;
+}
+
 #define LAY(lay, field) PyTuple_GET_ITEM(lay, field)
 
 /* Where a list's tensors lie, as mpicoll/_collectives/_layout.py's layout() makes it
@@ -2886,7 +2927,8 @@ static PyObject *layout_of(PyObject *xs, int writable, PyObject *quickers, long 
             if (pieces[i - 1].hi > pieces[i].lo) goto none;
     }
     PyObject *lo = PyLong_FromLongLong(start), *hi = PyLong_FromLongLong(end);
-    if (lo == NULL || hi == NULL || (result = PyStructSequence_New(&LayoutType)) == NULL) {
+    if (lo == NULL || hi == NULL ||
+        (result = LayoutType.tp_alloc(&LayoutType, L_FIELDS)) == NULL) {
         Py_XDECREF(lo);
         Py_XDECREF(hi);
         goto out;
@@ -2895,7 +2937,7 @@ static PyObject *layout_of(PyObject *xs, int writable, PyObject *quickers, long 
                                   Py_NewRef((PyObject *)dtype), lo, hi, Py_NewRef(counts),
                                   Py_NewRef(addrs), Py_NewRef(arrays),
                                   Py_NewRef(adjacent ? Py_True : Py_False)};
-    for (int i = 0; i < L_FIELDS; i++) PyStructSequence_SET_ITEM(result, i, fields[i]);
+    for (int i = 0; i < L_FIELDS; i++) PyTuple_SET_ITEM(result, i, fields[i]);
     goto out;
 none:
     result = Py_NewRef(Py_None);
@@ -3621,7 +3663,7 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
     import_array1(NULL);
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&PlanCacheType) < 0 ||
         PyType_Ready(&IdsType) < 0 || PyType_Ready(&QuickerType) < 0 ||
-        (LayoutType.tp_name == NULL && PyStructSequence_InitType2(&LayoutType, &layout_desc) < 0))
+        (LayoutType.tp_dict == NULL && layout_ready() < 0))
         return NULL;
     if ((no_args = PyTuple_New(0)) == NULL) return NULL;
     PyObject **names[] = {&str_missed, &str_seq, &str_size, &str_kept, &str_direct,

@@ -30,8 +30,8 @@ _SEQUENCES = (list, tuple)
 
 class Layout(NamedTuple):
     """A list's memory for MPI, made once per call. The compiled core makes its own, the
-    same fields in the same order (``mpicoll._core.Layout``, a struct sequence that it reads by
-    index): this one is made where the core is not in use."""
+    same fields in the same order (``mpicoll._core.Layout``, a tuple of named fields that
+    it reads by index): this one is made where the core is not in use."""
 
     read_only: bool
     dtype: Any  # the tensors' numpy dtype
