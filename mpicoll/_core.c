@@ -1832,6 +1832,8 @@ typedef struct {
                          * REDUCE_SCATTER_BLOCK, SCATTERV: rcount received */
     int *sc, *sd, *rc, *rd; /* one a rank (into few[], or PyMem where more ranks) */
     int few[4 * FEW_RANKS];
+    int *mem;               /* the PyMem block, or NULL */
+    PyObject *held;         /* bytes the four arrays were moved into (vcall_hold), or NULL */
     MPI_Datatype dt;
     MPI_Op op;
 } VCall;
@@ -1844,13 +1846,27 @@ static int vcall_room(VCall *v, int n) {
         PyErr_NoMemory();
         return -1;
     }
+    v->mem = at == v->few ? NULL : at;
     v->sc = at, v->sd = at + n, v->rc = at + 2 * n, v->rd = at + 3 * n;
     return 0;
 }
 
+/* v's arrays moved into a bytes object (v->held), which can outlive the call: MPI reads
+ * a nonblocking v-collective's counts until it completes, and a call whose counts
+ * differ, or that failed beside them, may hand back its data still running. */
+static int vcall_hold(VCall *v) {
+    size_t size = sizeof(int) * 4 * (size_t)v->n;
+    if ((v->held = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size)) == NULL) return -1;
+    int *at = (int *)PyBytes_AS_STRING(v->held);
+    memcpy(at, v->sc, size);
+    v->sc = at, v->sd = at + v->n, v->rc = at + 2 * v->n, v->rd = at + 3 * v->n;
+    return 0;
+}
+
 static void vcall_done(VCall *v) {
-    if (v->sc != NULL && v->sc != v->few) PyMem_Free(v->sc);
-    v->sc = NULL;
+    if (v->mem != NULL) PyMem_Free(v->mem);
+    v->mem = NULL;
+    Py_CLEAR(v->held);
 }
 
 /* The counts beside a v-collective's data (mpicoll/_collectives/_sizes.py), as
@@ -1874,6 +1890,7 @@ typedef struct {
     PyObject *recvobj;         /* the array they are received into (a new reference) */
     PyObject *sent, *expected; /* the Sizes' bytes, or None (new references) */
     int relayed;               /* every rank compares (Agreed): data may be left running */
+    int started;               /* their request started (counts_run) */
 } Counts;
 
 /* the MPI datatype mpi4py gives numpy's int64, in which the Python side posts counts */
@@ -1992,7 +2009,11 @@ static int counts_take(PyObject *group, PyObject *sizes, long n, Counts *c) {
     memset(c, 0, sizeof *c);
     PyObject *rings = group_get(group, G_COUNTS), *form = NULL, *ring = NULL, *rel = NULL;
     int result = -1;
-    if (rings == NULL) return -1;
+    if (rings == NULL) { /* (a group with no rings at all: as getattr(group, "counts", None)) */
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        rings = Py_NewRef(Py_None);
+    }
     if (PyDict_Check(rings)) {
         if ((form = PyObject_GetAttr(sizes, str_form)) == NULL) goto out;
         ring = PyDict_GetItemWithError(rings, form);
@@ -2028,6 +2049,16 @@ out:
     return result;
 }
 
+/* The ring's slot taken (Ring.start's step): its turn moved on, before any message is
+ * posted (nothing can fail with a request running). 0, or -1 with an error. */
+static int counts_advance(Counts *c) {
+    if (c->ring == NULL) return 0;
+    PyObject *next = PyLong_FromSsize_t((c->slot + 1) % c->slots);
+    int bad = next == NULL || PyObject_SetAttr(c->ring, str_at, next) < 0;
+    Py_XDECREF(next);
+    return bad ? -1 : 0;
+}
+
 /* After the data's request `data` is posted on `comm`: the counts started (counts_take),
  * waited for first and compared, then the data waited for. Returns MPI_SUCCESS, with
  * *differ set where the counts differ from those this rank expects (the data then
@@ -2041,12 +2072,6 @@ static int counts_run(Counts *c, MPI_Comm comm, Record *rec, long spin, PyObject
     if (c->ring != NULL) {
         if (c->send.obj != NULL)
             memcpy(c->send.buf, PyBytes_AS_STRING(c->sent), (size_t)c->send.len);
-        PyObject *next = PyLong_FromSsize_t((c->slot + 1) % c->slots);
-        if (next == NULL || PyObject_SetAttr(c->ring, str_at, next) < 0) {
-            Py_XDECREF(next);
-            return -1;
-        }
-        Py_DECREF(next);
         err = MPI_Start(c->req);
     } else {
         void *sb = c->send.obj != NULL ? c->send.buf : NULL;
@@ -2055,8 +2080,9 @@ static int counts_run(Counts *c, MPI_Comm comm, Record *rec, long spin, PyObject
             ? MPI_Ialltoall(sb, c->scount, COUNT_TYPE, rb, c->rcount, COUNT_TYPE, comm, c->req)
             : MPI_Iallreduce(sb, rb, c->rcount, COUNT_TYPE, MPI_MAX, comm, c->req);
     }
-    if (err == MPI_SUCCESS) err = wait_for(c->req, rec, spin, op, group, seq, keep);
     if (err != MPI_SUCCESS) return err;
+    c->started = 1;
+    if ((err = wait_for(c->req, rec, spin, op, group, seq, keep)) != MPI_SUCCESS) return err;
     if (c->expected != Py_None &&
         (c->recv.obj == NULL || c->recv.len != PyBytes_GET_SIZE(c->expected) ||
          memcmp(c->recv.buf, PyBytes_AS_STRING(c->expected), (size_t)c->recv.len) != 0)) {
@@ -2155,6 +2181,8 @@ static int vcall_in(const VCall *v, PyObject *op, PyObject *group, PyObject *dto
     Record *rec = capacity > 0 ? record(op, group, *seqv, count, dtobj, NULL, meta) : NULL;
     if (c == NULL && alone(*comm)) { /* (nothing to wait for: MPI's blocking call) */
         err = vcall_post(v, *comm, 1, NULL);
+    } else if (c != NULL && counts_advance(c) < 0) {
+        err = -1;
     } else if ((err = vcall_post(v, *comm, 0, req)) == MPI_SUCCESS) {
         err = c != NULL ? counts_run(c, *comm, rec, spin, op, group, seq, keep, req, differ)
                         : wait_for(req, rec, spin, op, group, seq, keep);
@@ -2186,9 +2214,10 @@ static PyObject *vcall_failed(int err, PyObject *hit, PyObject *first, PyObject 
  * reference taken over) and v's arrays released. Returns True; False where the Python
  * side makes the call (counts_take); (hit, first, second, error) where MPI raised; with
  * counts, (hit, first, second, (error or None where the counts differ, the data's
- * request, the counts' request, the counts received, their ring or None, its slot, the
- * call's number)) where the call did not complete as expected (_waits.counts_left
- * settles it); or NULL. */
+ * request, the counts' request and what they were received into (None where they were
+ * not started), their ring or None, its slot, the call's number, the bytes holding the
+ * counts MPI reads while the data runs)) where the call did not complete as expected
+ * (_waits.counts_left settles it); or NULL. */
 static PyObject *vcall_run(VCall *v, PyObject *op, PyObject *group, PyObject *dtobj,
                            PyObject *meta, long long count, long spin, PyObject *keep_a,
                            PyObject *keep_b, PyObject *hit, PyObject *first,
@@ -2202,6 +2231,7 @@ static PyObject *vcall_run(VCall *v, PyObject *op, PyObject *group, PyObject *dt
             goto out;
         }
         c = &counts;
+        if (vcall_hold(v) < 0) goto out;
     }
     if ((keep = PyTuple_Pack(2, keep_a, keep_b)) == NULL) goto out;
     MPI_Request req;
@@ -2210,8 +2240,8 @@ static PyObject *vcall_run(VCall *v, PyObject *op, PyObject *group, PyObject *dt
     int err = vcall_in(v, op, group, dtobj, meta, count, spin, keep, c, &req, &seq, &differ);
     if (err == MPI_SUCCESS && !differ) {
         result = Py_NewRef(Py_True);
-    } else if (c == NULL || err < 0) {
-        result = vcall_failed(err, hit, first, second);
+    } else if (c == NULL || err < 0 || (req == MPI_REQUEST_NULL && !c->started)) {
+        result = vcall_failed(err, hit, first, second); /* (nothing running: MPI's error) */
     } else { /* (the counts differ, or MPI raised beside them: the Python side settles) */
         PyObject *e = Py_None;
         if (err != MPI_SUCCESS) {
@@ -2219,11 +2249,13 @@ static PyObject *vcall_run(VCall *v, PyObject *op, PyObject *group, PyObject *dt
         } else {
             Py_INCREF(e);
         }
+        PyObject *creq = !c->started ? Py_NewRef(Py_None)
+            : c->reqobj != NULL ? Py_NewRef(c->reqobj) : PyMPIRequest_New(c->own);
         PyObject *left = tuple_of(
-            7, e, PyMPIRequest_New(req),
-            c->reqobj != NULL ? Py_NewRef(c->reqobj) : PyMPIRequest_New(c->own),
-            Py_NewRef(c->recvobj), Py_NewRef(c->ring != NULL ? c->ring : Py_None),
-            PyLong_FromSsize_t(c->slot), PyLong_FromLongLong(seq));
+            8, e, PyMPIRequest_New(req), creq,
+            Py_NewRef(c->started ? c->recvobj : Py_None),
+            Py_NewRef(c->ring != NULL ? c->ring : Py_None), PyLong_FromSsize_t(c->slot),
+            PyLong_FromLongLong(seq), Py_NewRef(v->held));
         result = left == NULL ? NULL
                               : tuple_of(4, Py_NewRef(hit), Py_NewRef(first),
                                          Py_NewRef(second), left);
@@ -2786,6 +2818,13 @@ enum { L_READ_ONLY, L_DTYPE, L_START, L_END, L_COUNTS, L_ADDRESSES, L_ARRAYS, L_
 static const char *layout_names[L_FIELDS] = {"read_only", "dtype", "start", "end", "counts",
                                              "addresses", "arrays", "end_to_end"};
 
+/* (made only by the core, always of L_FIELDS items: its getters read them unchecked) */
+static PyObject *layout_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    (void)type, (void)args, (void)kw;
+    PyErr_SetString(PyExc_TypeError, "mpicoll._core.Layout is made by the core only");
+    return NULL;
+}
+
 static PyObject *layout_field(PyObject *self, void *at) {
     return Py_NewRef(PyTuple_GET_ITEM(self, (Py_ssize_t)(intptr_t)at));
 }
@@ -2811,6 +2850,7 @@ static PyTypeObject LayoutType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_TUPLE_SUBCLASS,
     .tp_doc = "Where a list's tensors lie (mpicoll/_collectives/_layout.py)",
     .tp_getset = layout_getset,
+    .tp_new = layout_new,
 };
 
 /* The type made ready, its fields named as a NamedTuple's (_fields, __match_args__). */

@@ -715,7 +715,8 @@ def test_counts_beside_the_data_go_in_the_core_and_a_mismatch_raises(ranks):
     # counts go beside the data: the core posts both, waits for the counts first and
     # compares them. tests/scripts/counts_in_core.py refuses the Python path's call
     # after the first of each and checks every result against numpy, the records, a
-    # mismatch at a repeated call (SizeMismatch on every rank), and the calls after it
+    # mismatch at a repeated call (SizeMismatch on every rank), the same where every
+    # rank compares (all_gather, whose data may be left running), and the calls after
     if OFF:
         pytest.skip("the compiled core's calls")
     from _launch import run_per_rank
@@ -728,4 +729,6 @@ def test_counts_beside_the_data_go_in_the_core_and_a_mismatch_raises(ranks):
             assert (f"{xp}: 5 calls made in the core, right, recorded; the mismatch raised "
                     "SizeMismatch: all_to_all_single: the ranks disagree on sizes") in out[r], \
                 out[r]
+            assert (f"{xp}: relayed, SizeMismatch: all_gather: the ranks disagree on sizes"
+                    in out[r]), out[r]
             assert f"{xp}: after it, right" in out[r], out[r]

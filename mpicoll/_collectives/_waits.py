@@ -120,21 +120,23 @@ def counts_left(op: str, group: Any, sizes: Sizes, args: tuple, keep: Any,
     """A call whose counts the compiled core posted beside its data, and which did not
     complete as expected, settled as :func:`with_sizes` settles it, and raised.
     ``left`` = (MPI's error, or None where the counts differ from those expected; the
-    data's request, still running or null; the counts' request; what they were received
-    into; their Ring, or None where they went in a call of their own; its slot; the
-    call's number). The core has marked the call's record failed."""
-    e, req, creq, crecv, ring, slot, seq = left
-    if req:  # (left to MPI, its buffers kept: it may never complete)
-        ABANDONED.append((req, (args, keep)))
+    data's request, still running or null; the counts' request and what they were
+    received into, None where they were never started; their Ring, or None where they
+    went in a call of their own; its slot; the call's number; what holds the counts MPI
+    reads while the data runs). The core has marked the call's record failed."""
+    e, req, creq, crecv, ring, slot, seq, held = left
+    if req:  # (left to MPI, its buffers and counts kept: it may never complete)
+        ABANDONED.append((req, (args, keep, held)))
     if e is None:  # (the core compared them: they differ)
         sizes.mismatch(crecv, group._rank, seq)
     # an MPI that reports the mismatch itself: the counts, where they have arrived, say more
     _owns(ring, slot, UNSURE)
-    try:
-        if creq:
-            wait_requests([creq], op, group, seq, args)
-    except MPI.Exception:
-        pass
-    else:
-        sizes.check(crecv, group._rank, seq)
+    if creq is not None:
+        try:
+            if creq:
+                wait_requests([creq], op, group, seq, args)
+        except MPI.Exception:
+            pass
+        else:
+            sizes.check(crecv, group._rank, seq)
     raise mpi_error(op, e, args) from e

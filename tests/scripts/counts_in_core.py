@@ -5,8 +5,9 @@ refused, so that only the compiled core can make it: all_to_all_single with unev
 sizes, all_to_all of chunks and of tensors allocated apart, all_gather into a list of
 chunks of every rank's size, reduce_scatter from a list of chunks. Each result is
 compared with numpy's, each record must say completed; then rank 1 repeats another
-validated call than its peers (SizeMismatch on every rank, the record failed), and the
-calls after it are right. On numpy arrays and torch tensors; prints one line per
+validated call than its peers (SizeMismatch on every rank, the record failed), the same
+for all_gather's list (every rank compares the counts: its data may be left running),
+and the calls after them are right. On numpy arrays and torch tensors; prints one line per
 framework and check (tests/test_core.py reads them)."""
 
 from __future__ import annotations
@@ -111,6 +112,18 @@ def run(xp):
         assert _recorder.state(_recorder.records()[-1]) == _recorder.FAILED
         print(f"{xp}: {len(calls)} calls made in the core, right, recorded; the mismatch "
               f"raised SizeMismatch: {said}", flush=True)
+        # the same where MPI may relay the data (all_gather of a list: every rank
+        # compares, and the data may be left running), after both calls are validated
+        for k in (2, 3):
+            dist.all_gather(pieces(new(np.zeros(k * n)), [k] * n), new(np.ones(k)), group=g)
+        k = 3 if rank == 1 else 2
+        try:
+            dist.all_gather(pieces(new(np.zeros(k * n)), [k] * n), new(np.ones(k)), group=g)
+        except SizeMismatch as e:
+            said = str(e)
+        else:
+            raise AssertionError("no SizeMismatch")
+        print(f"{xp}: relayed, SizeMismatch: {said}", flush=True)
         for op, call, got, want in calls:  # (and the group goes on, right)
             call()
             np.testing.assert_array_equal(got(), want, err_msg=op)
