@@ -38,6 +38,19 @@ def interrupted(op: str, req: Any, group: Any, seq: int, args: tuple,
         done(rec, req is not None)
 
 
+def _counts_say(op: str, group: Any, seq: int, args: tuple, sizes: Sizes, creq: Any,
+                crecv: Any) -> None:
+    """Where the data's request failed: the counts' request ``creq`` completed (the peers
+    posted theirs too), and SizeMismatch raised where what it received, ``crecv``,
+    differs from what this rank expects; nothing where it failed as well."""
+    try:
+        if creq:
+            wait_requests([creq], op, group, seq, args)
+    except MPI.Exception:
+        return
+    sizes.check(crecv, group._rank, seq)
+
+
 def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Sizes,
                finalize: Callable[[], Any] | None, async_op: bool,
                outputs: list[Any] | None, keep: Any, rec: list | None = None) -> Work | None:
@@ -60,12 +73,7 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
             finalize()
 
     def explain() -> None:  # the data's request failed: what do the counts say?
-        try:  # (the peers posted theirs too: it completes)
-            if creq:
-                wait_requests([creq], op, group, seq, args)
-        except MPI.Exception:
-            return
-        sizes.check(crecv, me, seq)
+        _counts_say(op, group, seq, args, sizes, creq, crecv)
 
     # (Work: the counts first, where every rank compares them)
     agree = (lambda: sizes.agree(crecv)) if sizes.relayed else None
@@ -114,7 +122,6 @@ def with_sizes(op: str, group: Any, seq: int, req: Any, args: tuple, sizes: Size
     return None
 
 
-
 def counts_left(op: str, group: Any, sizes: Sizes, args: tuple, keep: Any,
                 left: tuple) -> NoReturn:
     """A call whose counts the compiled core posted beside its data, and which did not
@@ -131,12 +138,6 @@ def counts_left(op: str, group: Any, sizes: Sizes, args: tuple, keep: Any,
         sizes.mismatch(crecv, group._rank, seq)
     # an MPI that reports the mismatch itself: the counts, where they have arrived, say more
     _owns(ring, slot, UNSURE)
-    if creq is not None:
-        try:
-            if creq:
-                wait_requests([creq], op, group, seq, args)
-        except MPI.Exception:
-            pass
-        else:
-            sizes.check(crecv, group._rank, seq)
+    if creq is not None:  # (started beside the data)
+        _counts_say(op, group, seq, args, sizes, creq, crecv)
     raise mpi_error(op, e, args) from e
