@@ -1839,6 +1839,20 @@ typedef struct {
 } VCall;
 
 /* Room in `v` for its four arrays of `n` ints; -1 with an error where none is left. */
+static int vcall_room(VCall *v, int n);
+
+/* `v` begun as a v-collective of `kind` in `dt` on `n` ranks, its room made (vcall_room):
+ * every field set but the arrays' room, which is not cleared (a kilobyte) */
+static int vcall_new(VCall *v, int kind, MPI_Datatype dt, int n) {
+    v->kind = kind;
+    v->root = v->scount = v->rcount = 0;
+    v->sb = v->rb = NULL;
+    v->held = NULL;
+    v->dt = dt;
+    v->op = MPI_OP_NULL;
+    return vcall_room(v, n);
+}
+
 static int vcall_room(VCall *v, int n) {
     v->n = n;
     int *at = n <= FEW_RANKS ? v->few : PyMem_Malloc(sizeof(int) * 4 * (size_t)n);
@@ -2144,11 +2158,22 @@ static int vcall_post(const VCall *v, MPI_Comm comm, int blocking, MPI_Request *
                         : MPI_Ireduce_scatter_block(v->sb, v->rb, v->rcount, v->dt, v->op,
                                                     comm, req);
     case V_GATHERV:
+        if (v->n == 1 && v->rd[0] == 0) /* (one process, its block where the area starts:
+                                          * MPI's Gather, the same call, cheaper) */
+            return blocking ? MPI_Gather(v->sb, v->scount, v->dt, v->rb, v->rc[0], v->dt,
+                                         v->root, comm)
+                            : MPI_Igather(v->sb, v->scount, v->dt, v->rb, v->rc[0], v->dt,
+                                          v->root, comm, req);
         return blocking ? MPI_Gatherv(v->sb, v->scount, v->dt, v->rb, v->rc, v->rd, v->dt,
                                       v->root, comm)
                         : MPI_Igatherv(v->sb, v->scount, v->dt, v->rb, v->rc, v->rd, v->dt,
                                        v->root, comm, req);
     case V_SCATTERV:
+        if (v->n == 1 && v->sd[0] == 0) /* (as Gatherv's: MPI's Scatter) */
+            return blocking ? MPI_Scatter(v->sb, v->sc[0], v->dt, v->rb, v->rcount, v->dt,
+                                          v->root, comm)
+                            : MPI_Iscatter(v->sb, v->sc[0], v->dt, v->rb, v->rcount, v->dt,
+                                           v->root, comm, req);
         return blocking ? MPI_Scatterv(v->sb, v->sc, v->sd, v->dt, v->rb, v->rcount, v->dt,
                                        v->root, comm)
                         : MPI_Iscatterv(v->sb, v->sc, v->sd, v->dt, v->rb, v->rcount, v->dt,
@@ -2385,8 +2410,9 @@ static PyObject *exchange_v(PyObject *op, PyObject *group, PyObject *hit, PyArra
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "exchange: a group's size");
         return NULL;
     }
-    VCall v = {.kind = V_ALLTOALLV, .dt = *dt, .sb = PyArray_DATA(s), .rb = PyArray_DATA(r)};
-    if (vcall_room(&v, (int)n) < 0) return NULL;
+    VCall v;
+    if (vcall_new(&v, V_ALLTOALLV, *dt, (int)n) < 0) return NULL;
+    v.sb = PyArray_DATA(s), v.rb = PyArray_DATA(r);
     if (pair_into(PyTuple_GET_ITEM(hit, 1), v.n, v.sc, v.sd) < 0 ||
         pair_into(PyTuple_GET_ITEM(hit, 2), v.n, v.rc, v.rd) < 0)
         goto out;
@@ -3068,53 +3094,54 @@ static int pieces_apart(PyObject *arrays, long long lo, long long hi) {
 }
 
 /* all_to_all's lists (layouts `outl`, `inl`, apart) as MPI's Alltoallv, quick entry `hit` =
- * ("Ialltoallv", (send counts, displacements), (receive ...), datatype, None, None):
- * vcall_in. Returns True, (hit, outl, inl, error) where MPI raised, or NULL. */
-static PyObject *lists_v(PyObject *op, PyObject *group, PyObject *hit, PyObject *outl,
-                         PyObject *inl, int n, long spin, PyObject *outs, PyObject *ins) {
-    PyObject *dtobj = PyTuple_GET_ITEM(hit, 3), *meta = NULL;
+ * ("Ialltoallv", (send counts, displacements), (receive ...), datatype, None, sizes): `v`
+ * made for vcall_run, with the record's arguments in *meta (a new reference; NULL where
+ * nothing is recorded) and the elements received in *count. 0, or -1 with an error (v
+ * released). */
+static int lists_v_make(PyObject *hit, PyObject *outl, PyObject *inl, int n, VCall *v,
+                        PyObject **meta, long long *count) {
+    PyObject *dtobj = PyTuple_GET_ITEM(hit, 3);
     PyObject *sgiven = PyTuple_GET_ITEM(hit, 1), *rgiven = PyTuple_GET_ITEM(hit, 2);
     MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
-    if (dt == NULL) return NULL;
+    if (dt == NULL) return -1;
     if (!PyTuple_Check(sgiven) || PyTuple_GET_SIZE(sgiven) != 2 || !PyTuple_Check(rgiven) ||
         PyTuple_GET_SIZE(rgiven) != 2) {
         PyErr_SetString(PyExc_TypeError, "lists: an Alltoallv entry's (counts, displacements)");
-        return NULL;
+        return -1;
     }
-    VCall v = {.kind = V_ALLTOALLV, .dt = *dt};
-    if (vcall_room(&v, n) < 0) return NULL;
+    *meta = NULL;
+    if (vcall_new(v, V_ALLTOALLV, *dt, n) < 0) return -1;
     /* (as the Python path: the entry's displacements where both lists lie end to end,
      * else each list's own) */
     int both = LAY(inl, L_END_TO_END) == Py_True && LAY(outl, L_END_TO_END) == Py_True;
-    if (list_into(inl, both ? sgiven : NULL, n, v.sc, v.sd, &v.sb) < 0 ||
-        list_into(outl, both ? rgiven : NULL, n, v.rc, v.rd, &v.rb) < 0)
-        goto out;
-    long long count = 0;
-    for (int i = 0; i < n; i++) count += v.rc[i];
+    if (list_into(inl, both ? sgiven : NULL, n, v->sc, v->sd, &v->sb) < 0 ||
+        list_into(outl, both ? rgiven : NULL, n, v->rc, v->rd, &v->rb) < 0)
+        goto fail;
+    *count = 0;
+    for (int i = 0; i < n; i++) *count += v->rc[i];
     if (capacity > 0 &&
-        (meta = tuple_of(3, v_spec(both ? sgiven : NULL, PyTuple_GET_ITEM(sgiven, 0), v.sd, n,
-                                   dtobj),
-                         v_spec(both ? rgiven : NULL, PyTuple_GET_ITEM(rgiven, 0), v.rd, n,
-                                dtobj),
-                         PyTuple_New(0))) == NULL)
-        goto out;
-    return vcall_run(&v, op, group, dtobj, meta, count, spin, outs, ins, hit, outl, inl,
-                     PyTuple_GET_ITEM(hit, 5));
-out:
-    vcall_done(&v);
-    return NULL;
+        (*meta = tuple_of(3, v_spec(both ? sgiven : NULL, PyTuple_GET_ITEM(sgiven, 0), v->sd,
+                                    n, dtobj),
+                          v_spec(both ? rgiven : NULL, PyTuple_GET_ITEM(rgiven, 0), v->rd, n,
+                                 dtobj),
+                          PyTuple_New(0))) == NULL)
+        goto fail;
+    return 0;
+fail:
+    vcall_done(v);
+    return -1;
 }
 
 /* listed_in's MPI collective, where the core makes it: all_gather's list (`writes`,
  * entry ("Iallgather" or "Iallgatherv", None, the receive count or (counts,
- * displacements), datatype, None, None)) from the array `a` into the list of layout
+ * displacements), datatype, None, sizes)) from the array `a` into the list of layout
  * `lay`, or reduce_scatter's list of chunks (entry ("Ireduce_scatter_block" or
- * "Ireduce_scatter", the count or the counts, datatype, op, None)) into `a`: vcall_in.
- * Returns True, (hit, a, layout, error) where MPI raised, False (another entry: the
- * caller makes the call), or NULL. */
-static PyObject *listed_v(PyObject *op, PyObject *group, PyObject *hit, PyArrayObject *a,
-                          PyObject *lay, int n, int writes, long spin, PyObject *tensor,
-                          PyObject *tensors) {
+ * "Ireduce_scatter", the count or the counts, datatype, op, sizes)) into `a`: `v` made
+ * for vcall_run (all_gather's: v->kind V_ALLGATHER or V_ALLGATHERV), with the record's
+ * arguments in *meta (a new reference, or NULL) and the elements received in *count.
+ * 1 (made), 0 (another entry: the caller makes the call), or -1 with an error. */
+static int listed_v_make(PyObject *hit, PyArrayObject *a, PyObject *lay, int n, int writes,
+                         VCall *v, PyObject **meta, long long *count) {
     Py_ssize_t size = PyTuple_Check(hit) ? PyTuple_GET_SIZE(hit) : 0;
     int kind = size ? vmethod_kind(PyTuple_GET_ITEM(hit, 0)) : -1;
     int gathers = writes && size == 6 && (kind == V_ALLGATHER || kind == V_ALLGATHERV) &&
@@ -3122,79 +3149,459 @@ static PyObject *listed_v(PyObject *op, PyObject *group, PyObject *hit, PyArrayO
     int scatters = !writes && size == 5 &&
         (kind == V_REDUCE_SCATTER_BLOCK || kind == V_REDUCE_SCATTER) &&
         LAY(lay, L_END_TO_END) == Py_True;
-    if (!gathers && !scatters) Py_RETURN_FALSE;
-    if (PyArray_SIZE(a) > INT_MAX) Py_RETURN_FALSE;
-    PyObject *dtobj = PyTuple_GET_ITEM(hit, gathers ? 3 : 2), *meta = NULL;
+    if (!gathers && !scatters) return 0;
+    if (PyArray_SIZE(a) > INT_MAX) return 0;
+    PyObject *dtobj = PyTuple_GET_ITEM(hit, gathers ? 3 : 2);
     PyObject *given = PyTuple_GET_ITEM(hit, gathers ? 2 : 1);
     MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
-    if (dt == NULL) return NULL;
-    VCall v = {.kind = kind, .dt = *dt};
-    if (vcall_room(&v, n) < 0) return NULL;
-    long long count = PyArray_SIZE(a);
+    if (dt == NULL) return -1;
+    *meta = NULL;
+    if (vcall_new(v, kind, *dt, n) < 0) return -1;
+    *count = PyArray_SIZE(a);
     if (gathers) { /* [a, a.size, dt] into the list: as the entry says where it lies end
                     * to end, else by its counts and displacements */
         int adjacent = LAY(lay, L_END_TO_END) == Py_True;
-        v.sb = PyArray_DATA(a);
-        v.scount = (int)PyArray_SIZE(a);
+        v->sb = PyArray_DATA(a);
+        v->scount = (int)PyArray_SIZE(a);
         if (adjacent && kind == V_ALLGATHER) {
             long c = PyLong_AsLong(given);
-            if (c == -1 && PyErr_Occurred()) goto out;
-            v.rcount = (int)c;
-            count = (long long)c * n;
+            if (c == -1 && PyErr_Occurred()) goto fail;
+            v->rcount = (int)c;
+            *count = (long long)c * n;
             long long start = PyLong_AsLongLong(LAY(lay, L_START));
-            if (start == -1 && PyErr_Occurred()) goto out;
-            v.rb = (void *)(intptr_t)start;
+            if (start == -1 && PyErr_Occurred()) goto fail;
+            v->rb = (void *)(intptr_t)start;
         } else {
-            v.kind = V_ALLGATHERV;
-            if (list_into(lay, adjacent ? given : NULL, n, v.rc, v.rd, &v.rb) < 0) goto out;
-            count = 0;
-            for (int i = 0; i < n; i++) count += v.rc[i];
+            v->kind = V_ALLGATHERV;
+            if (list_into(lay, adjacent ? given : NULL, n, v->rc, v->rd, &v->rb) < 0) goto fail;
+            *count = 0;
+            for (int i = 0; i < n; i++) *count += v->rc[i];
         }
         if (capacity > 0) {
-            PyObject *rspec = v.kind == V_ALLGATHER || adjacent
+            PyObject *rspec = v->kind == V_ALLGATHER || adjacent
                 ? PyTuple_Pack(2, given, dtobj)
-                : v_spec(NULL, LAY(lay, L_COUNTS), v.rd, n, dtobj);
-            meta = tuple_of(3, Py_BuildValue("(nO)", PyArray_SIZE(a), dtobj), rspec,
-                            PyTuple_New(0));
-            if (meta == NULL) goto out;
+                : v_spec(NULL, LAY(lay, L_COUNTS), v->rd, n, dtobj);
+            *meta = tuple_of(3, Py_BuildValue("(nO)", PyArray_SIZE(a), dtobj), rspec,
+                             PyTuple_New(0));
+            if (*meta == NULL) goto fail;
         }
     } else { /* the list's area, end to end, reduced and scattered into a */
         MPI_Op *mop = PyMPIOp_Get(PyTuple_GET_ITEM(hit, 3));
-        if (mop == NULL) goto out;
-        v.op = *mop;
+        if (mop == NULL) goto fail;
+        v->op = *mop;
         long long start = PyLong_AsLongLong(LAY(lay, L_START));
-        if (start == -1 && PyErr_Occurred()) goto out;
-        v.sb = (void *)(intptr_t)start;
-        v.rb = PyArray_DATA(a);
+        if (start == -1 && PyErr_Occurred()) goto fail;
+        v->sb = (void *)(intptr_t)start;
+        v->rb = PyArray_DATA(a);
         if (kind == V_REDUCE_SCATTER_BLOCK) {
             long c = PyLong_AsLong(given);
-            if (c == -1 && PyErr_Occurred()) goto out;
-            v.rcount = (int)c;
-        } else if (ints_into(given, n, v.rc) < 0) {
-            goto out;
+            if (c == -1 && PyErr_Occurred()) goto fail;
+            v->rcount = (int)c;
+        } else if (ints_into(given, n, v->rc) < 0) {
+            goto fail;
         }
         if (capacity > 0) { /* (as _recorder.kept keeps the Python path's arguments) */
             PyObject *mpi_op = PyTuple_GET_ITEM(hit, 3);
-            meta = kind == V_REDUCE_SCATTER_BLOCK
+            *meta = kind == V_REDUCE_SCATTER_BLOCK
                 ? tuple_of(3, PyTuple_Pack(2, given, dtobj), PyTuple_Pack(2, given, dtobj),
                            PyTuple_Pack(1, mpi_op))
                 : tuple_of(3, PyTuple_Pack(2, Py_None, dtobj),
                            Py_BuildValue("(nO)", PyArray_SIZE(a), dtobj),
                            PyTuple_Pack(2, given, mpi_op));
-            if (meta == NULL) goto out;
+            if (*meta == NULL) goto fail;
         }
     }
-    return vcall_run(&v, op, group, dtobj, meta, count, spin, tensor, tensors, hit,
-                     (PyObject *)a, lay, PyTuple_GET_ITEM(hit, gathers ? 5 : 4));
-out:
-    vcall_done(&v);
-    return NULL;
+    return 1;
+fail:
+    vcall_done(v);
+    return -1;
+}
+
+/* `to` made a copy of the v-collective `from` (its arrays in vcall_room's room): 0, or -1
+ * with an error. */
+static int vcall_copy(VCall *to, const VCall *from) {
+    if (vcall_new(to, from->kind, from->dt, from->n) < 0) return -1;
+    to->root = from->root, to->sb = from->sb, to->rb = from->rb;
+    to->scount = from->scount, to->rcount = from->rcount, to->op = from->op;
+    memcpy(to->sc, from->sc, sizeof(int) * 4 * (size_t)from->n); /* (sc, sd, rc, rd: one
+                                                                   * block, in that order) */
+    return 0;
+}
+
+/* The quick path's memos of lists, as entry()'s are of one tensor (CPython 3.11, where a
+ * dict's version tag says it has not changed): what the last call of all_to_all's lists
+ * (lists_memo), and of each of all_gather's, reduce_scatter's, gather's and scatter's
+ * lists (listed_memos), made, so that the same call again runs without its layouts, key
+ * and MPI arguments made anew (about 4,000 instructions a call). The same call is: the
+ * same table, unchanged since its entry was found; the same group size and rank (and
+ * head, where the root is named); and the same tensors in the same
+ * places, each taken as the quick path takes it (quick_array: contiguous, writable where
+ * written), of the same dtype descriptor, at the same address and of the same number of
+ * elements, in the same order. A layout, its key, the entry, whether the tensors are
+ * apart, and the call's counts, displacements and buffers are made of nothing else, so a
+ * call that matches is the call remembered. The tensors are not held: another tensor at
+ * the same address, of the same dtype and size, is the same call.
+ *
+ * A list as a memo saw it: how many tensors, their dtype (the descriptor object, held),
+ * and each one's address, then each one's number of elements (n of each, PyMem). */
+typedef struct {
+    Py_ssize_t n;
+    PyObject *descr;
+    long long *seen;
+} ListSeen;
+
+static void list_seen_clear(ListSeen *s) {
+    Py_CLEAR(s->descr);
+    PyMem_Free(s->seen);
+    s->seen = NULL;
+    s->n = 0;
+}
+
+/* `s` made to hold the arrays of layout `lay` (layout_of's): 1; 0 where they are not all
+ * of one descriptor object (not remembered); -1 with an error. */
+static int list_seen_fill(ListSeen *s, PyObject *lay) {
+    PyObject *arrays = LAY(lay, L_ARRAYS), *descr = LAY(lay, L_DTYPE);
+    Py_ssize_t n = PyList_GET_SIZE(arrays);
+    long long *seen = PyMem_Malloc(sizeof(long long) * 2 * (size_t)(n ? n : 1));
+    if (seen == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(arrays, i);
+        if ((PyObject *)PyArray_DESCR(a) != descr) {
+            PyMem_Free(seen);
+            return 0;
+        }
+        seen[i] = (long long)(intptr_t)PyArray_DATA(a);
+        seen[n + i] = (long long)PyArray_SIZE(a);
+    }
+    list_seen_clear(s);
+    s->n = n;
+    s->descr = Py_NewRef(descr);
+    s->seen = seen;
+    return 1;
+}
+
+/* Whether the list `xs` is the one `s` saw (above), its tensors taken by quick_array
+ * (`writable` where the call writes them): 1; 0 where it is not, or where the memo was
+ * filled anew meanwhile (*fills no longer `was`: a hook's quick may run Python code, and
+ * other threads with it); -1 with an error. Where `at` >= 0, tensor at's array is handed
+ * back in *kept (a new reference; NULL unless 1 is returned). */
+static int list_seen_same(const ListSeen *s, PyObject *xs, int writable, PyObject *quickers,
+                          const unsigned long *fills, unsigned long was, Py_ssize_t at,
+                          PyObject **kept) {
+    Py_ssize_t n = s->n;
+    if (PySequence_Fast_GET_SIZE(xs) != n) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = Py_NewRef(PySequence_Fast_GET_ITEM(xs, i));
+        PyObject *a = quick_array(item, writable, quickers);
+        Py_DECREF(item);
+        if (a == NULL) {
+            if (at >= 0) Py_CLEAR(*kept);
+            return PyErr_Occurred() ? -1 : 0;
+        }
+        PyArrayObject *x = (PyArrayObject *)a;
+        int same = *fills == was && PySequence_Fast_GET_SIZE(xs) == n &&
+            (PyObject *)PyArray_DESCR(x) == s->descr &&
+            (long long)(intptr_t)PyArray_DATA(x) == s->seen[i] &&
+            (long long)PyArray_SIZE(x) == s->seen[n + i];
+        if (same && i == at) {
+            *kept = a;
+        } else {
+            Py_DECREF(a);
+        }
+        if (!same) {
+            if (at >= 0) Py_CLEAR(*kept);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A v-collective's outcome that vcall_run handed back with None for the layout at item
+ * `i` (a memo's run, which made none), given the layout of `xs` (layout_of's, as the call
+ * took it) for the Python side, which words the outcome with it. True and False pass
+ * through; NULL (an error) where `result` is NULL. */
+static PyObject *laid(PyObject *result, Py_ssize_t i, PyObject *xs, int writable,
+                      PyObject *quickers) {
+    if (result == NULL || !PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) <= i ||
+        PyTuple_GET_ITEM(result, i) != Py_None)
+        return result;
+    PyObject *lay = layout_of(xs, writable, quickers, INT_MAX);
+    PyObject *t = lay == NULL ? NULL : PyTuple_New(PyTuple_GET_SIZE(result));
+    if (t != NULL) {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(result); k++)
+            PyTuple_SET_ITEM(t, k, Py_NewRef(k == i ? lay : PyTuple_GET_ITEM(result, k)));
+    }
+    Py_XDECREF(lay);
+    Py_DECREF(result);
+    return t;
+}
+
+/* all_to_all's lists as the last call lists() made of them left them (ListsMemo's kinds:
+ * the group's kept Plan of direct messages, at key parts s_at and r_at; or MPI's
+ * Alltoallv `v`, its record's `meta` and `count` received). */
+typedef struct {
+    PyObject *table, *hit, *meta, *s_at, *r_at; /* held; table NULL: nothing remembered */
+    uint64_t version;
+    unsigned long fills; /* how many times filled or forgotten */
+    Py_ssize_t n, rank;
+    int direct;
+    VCall v;
+    long long count;
+    ListSeen outs, ins;
+} ListsMemo;
+
+static ListsMemo lists_memo;
+
+static void lists_forget(ListsMemo *m) {
+    PyObject *old[5] = {m->table, m->hit, m->meta, m->s_at, m->r_at};
+    m->fills++;
+    m->table = m->hit = m->meta = m->s_at = m->r_at = NULL;
+    vcall_done(&m->v);
+    m->v = (VCall){0};
+    list_seen_clear(&m->outs);
+    list_seen_clear(&m->ins);
+    for (int i = 0; i < 5; i++) Py_XDECREF(old[i]);
+}
+
+/* What lists() made of a call remembered (lists_memo): the entry `hit` of `table`, found
+ * at its version `version`, on a group of `n` ranks of which this is `rank`, for lists of
+ * layouts `outl` and `inl`; MPI's Alltoallv `v` (with `meta`, `count`) or, v NULL, the
+ * kept Plan's key parts s_at and r_at. Nothing is remembered where that fails (its error
+ * cleared: the call goes on). */
+static void lists_remember(PyObject *table, uint64_t version, Py_ssize_t n, Py_ssize_t rank,
+                           PyObject *hit, const VCall *v, PyObject *meta, long long count,
+                           PyObject *s_at, PyObject *r_at, PyObject *outl, PyObject *inl) {
+#ifdef DICT_VERSIONS
+    ListsMemo *m = &lists_memo;
+    lists_forget(m);
+    int ok = list_seen_fill(&m->outs, outl);
+    if (ok > 0) ok = list_seen_fill(&m->ins, inl);
+    if (ok > 0 && v != NULL && vcall_copy(&m->v, v) < 0) ok = -1;
+    if (ok <= 0) {
+        PyErr_Clear();
+        lists_forget(m);
+        return;
+    }
+    m->hit = Py_NewRef(hit);
+    m->meta = Py_XNewRef(meta);
+    m->direct = v == NULL;
+    m->s_at = Py_XNewRef(s_at);
+    m->r_at = Py_XNewRef(r_at);
+    m->version = version;
+    m->n = n;
+    m->rank = rank;
+    m->count = count;
+    m->table = Py_NewRef(table);
+#else
+    (void)table, (void)version, (void)n, (void)rank, (void)hit, (void)v, (void)meta;
+    (void)count, (void)s_at, (void)r_at, (void)outl, (void)inl;
+#endif
+}
+
+/* lists()'s call again where it is the call lists_memo remembers, run as it was made.
+ * Returns False where it is not (lists() makes it anew), else what lists() returns. */
+static PyObject *lists_again(PyObject *op, PyObject *group, PyObject *outs, PyObject *ins,
+                             PyObject *table, PyObject *quickers, Py_ssize_t n,
+                             Py_ssize_t rank, long spin) {
+#ifdef DICT_VERSIONS
+    ListsMemo *m = &lists_memo;
+    if (m->table != table || m->n != n || m->rank != rank ||
+        ((PyDictObject *)table)->ma_version_tag != m->version ||
+        (capacity > 0 && !m->direct && m->meta == NULL))
+        Py_RETURN_FALSE;
+    unsigned long was = m->fills;
+    int same = list_seen_same(&m->outs, outs, 1, quickers, &m->fills, was, -1, NULL);
+    if (same > 0) same = list_seen_same(&m->ins, ins, 0, quickers, &m->fills, was, -1, NULL);
+    if (same <= 0 || m->fills != was) return same < 0 ? NULL : Py_NewRef(Py_False);
+    /* (what the run uses, taken now: while it waits, another thread may fill the memo) */
+    PyObject *hit = Py_NewRef(m->hit), *result = NULL;
+    if (m->direct) {
+        PyObject *s_at = Py_NewRef(m->s_at), *r_at = Py_NewRef(m->r_at);
+        PyObject *keep = PyTuple_Pack(2, outs, ins);
+        if (keep != NULL) result = kept_messages(op, group, hit, s_at, r_at, spin, keep, 0);
+        Py_XDECREF(keep);
+        Py_DECREF(s_at);
+        Py_DECREF(r_at);
+    } else {
+        VCall v;
+        long long count = m->count;
+        PyObject *meta = capacity > 0 ? Py_NewRef(m->meta) : NULL;
+        if (vcall_copy(&v, &m->v) < 0) {
+            Py_XDECREF(meta);
+        } else {
+            result = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, 3), meta, count, spin,
+                               outs, ins, hit, Py_None, Py_None, PyTuple_GET_ITEM(hit, 5));
+            result = laid(laid(result, 1, outs, 1, quickers), 2, ins, 0, quickers);
+        }
+    }
+    Py_DECREF(hit);
+    return result;
+#else
+    (void)op, (void)group, (void)outs, (void)ins, (void)table, (void)quickers, (void)n;
+    (void)rank, (void)spin;
+    Py_RETURN_FALSE;
+#endif
+}
+
+/* all_gather's or reduce_scatter's list as the last call listed_in made of it left it
+ * (ListsMemo's, for one tensor and a list: `how`, `head` and the tensor's array as the
+ * quick path takes it: its descriptor object, address and element count; the kept
+ * Plan's key part `at` for the list, or MPI's v-collective `v`). */
+typedef struct {
+    PyObject *table, *hit, *meta, *head, *at, *descr; /* held; table NULL: none */
+    uint64_t version;
+    unsigned long fills;
+    Py_ssize_t n;
+    int how, direct;
+    long long addr, size;
+    VCall v;
+    long long count;
+    ListSeen list;
+} ListedMemo;
+
+/* one a collective (its table and how it takes the list: all_gather and reduce_scatter
+ * in turn, as a sharded step makes them, each keep theirs) */
+#define LISTED_MEMOS 4
+static ListedMemo listed_memos[LISTED_MEMOS];
+static int listed_victim; /* the slot filled next where no slot is the table's */
+
+/* The slot of listed_memos that remembers calls on `table` taken as `how` says, or where
+ * `fill`, the one to fill (that slot, else the next in turn); NULL: none. */
+static ListedMemo *listed_memo(PyObject *table, int how, int fill) {
+    for (int i = 0; i < LISTED_MEMOS; i++)
+        if (listed_memos[i].table == table && listed_memos[i].how == how)
+            return &listed_memos[i];
+    if (!fill) return NULL;
+    listed_victim = (listed_victim + 1) % LISTED_MEMOS;
+    return &listed_memos[listed_victim];
+}
+
+static void listed_forget(ListedMemo *m) {
+    PyObject *old[6] = {m->table, m->hit, m->meta, m->head, m->at, m->descr};
+    m->fills++;
+    m->table = m->hit = m->meta = m->head = m->at = m->descr = NULL;
+    vcall_done(&m->v);
+    m->v = (VCall){0};
+    list_seen_clear(&m->list);
+    for (int i = 0; i < 6; i++) Py_XDECREF(old[i]);
+}
+
+/* What listed_in made of a call remembered (listed_memo), as lists_remember: for the
+ * array `a` and the list of layout `lay`, MPI's v-collective `v` or, v NULL, the kept
+ * Plan's key part `at`. */
+static void listed_remember(PyObject *table, uint64_t version, Py_ssize_t n, int how,
+                            PyObject *head, PyObject *hit, PyArrayObject *a, PyObject *lay,
+                            const VCall *v, PyObject *meta, long long count, PyObject *at) {
+#ifdef DICT_VERSIONS
+    ListedMemo *m = listed_memo(table, how, 1);
+    listed_forget(m);
+    int ok = list_seen_fill(&m->list, lay);
+    if (ok > 0 && v != NULL && vcall_copy(&m->v, v) < 0) ok = -1;
+    if (ok <= 0) {
+        PyErr_Clear();
+        listed_forget(m);
+        return;
+    }
+    m->hit = Py_NewRef(hit);
+    m->meta = Py_XNewRef(meta);
+    m->head = Py_NewRef(head);
+    m->at = Py_XNewRef(at);
+    m->descr = Py_NewRef((PyObject *)PyArray_DESCR(a));
+    m->addr = (long long)(intptr_t)PyArray_DATA(a);
+    m->size = (long long)PyArray_SIZE(a);
+    m->direct = v == NULL;
+    m->version = version;
+    m->n = n;
+    m->how = how;
+    m->count = count;
+    m->table = Py_NewRef(table);
+#else
+    (void)table, (void)version, (void)n, (void)how, (void)head, (void)hit, (void)a;
+    (void)lay, (void)v, (void)meta, (void)count, (void)at;
+#endif
 }
 
 /* How listed() serves a call: the list is written (the tensor read), else read (the
  * tensor written); the list's start comes first in the kept Plan's key (else the
  * tensor's); the list's entry at head[0] must have the tensor's shape. */
 enum { WRITES_LIST = 1, LIST_FIRST = 2, SAME_SHAPE = 4 };
+
+/* listed_in's call again where it is the call listed_memo remembers (with the same
+ * shapes where `how` asks for them: they are not part of what a memo compares), run as
+ * it was made. Returns False where it is not, else what listed_in returns. */
+static PyObject *listed_again(PyObject *op, PyObject *group, PyObject *tensor,
+                              PyObject *tensors, int how, PyObject *table, PyObject *head,
+                              PyObject *quickers, Py_ssize_t n, long spin) {
+#ifdef DICT_VERSIONS
+    ListedMemo *m = listed_memo(table, how, 0);
+    if (m == NULL || m->n != n || !same_part(m->head, head) ||
+        ((PyDictObject *)table)->ma_version_tag != m->version ||
+        (capacity > 0 && !m->direct && m->meta == NULL))
+        Py_RETURN_FALSE;
+    int writes = how & WRITES_LIST;
+    unsigned long was = m->fills;
+    PyObject *a = quick_array(tensor, !writes, quickers), *mine = NULL, *result = NULL;
+    if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
+    PyArrayObject *arr = (PyArrayObject *)a;
+    Py_ssize_t at = -1;
+    if (how & SAME_SHAPE) {
+        at = PyTuple_GET_SIZE(head) ? PyLong_AsSsize_t(PyTuple_GET_ITEM(head, 0)) : -1;
+        if (at == -1 && PyErr_Occurred()) goto out;
+        if (at < 0 || at >= n) goto not;
+    }
+    int same = m->fills == was && (PyObject *)PyArray_DESCR(arr) == m->descr &&
+        (long long)(intptr_t)PyArray_DATA(arr) == m->addr &&
+        (long long)PyArray_SIZE(arr) == m->size;
+    if (same)
+        same = list_seen_same(&m->list, tensors, writes, quickers, &m->fills, was, at, &mine);
+    if (same < 0) goto out;
+    if (!same || m->fills != was) goto not;
+    if (mine != NULL && (PyArray_NDIM((PyArrayObject *)mine) != PyArray_NDIM(arr) ||
+                         !PyArray_CompareLists(PyArray_DIMS((PyArrayObject *)mine),
+                                               PyArray_DIMS(arr), PyArray_NDIM(arr))))
+        goto not; /* (the general path's check of the shapes says what is wrong) */
+    /* (what the run uses, taken now: while it waits, another thread may fill the memo) */
+    PyObject *hit = Py_NewRef(m->hit);
+    if (m->direct) {
+        PyObject *where = Py_NewRef(m->at), *keep = PyTuple_Pack(2, tensor, tensors);
+        if (keep != NULL)
+            result = how & LIST_FIRST ? kept_messages(op, group, hit, where, a, spin, keep, 0)
+                                      : kept_messages(op, group, hit, a, where, spin, keep, 0);
+        Py_XDECREF(keep);
+        Py_DECREF(where);
+    } else {
+        VCall v;
+        long long count = m->count;
+        int kind = m->v.kind, rooted = kind == V_GATHERV || kind == V_SCATTERV;
+        int gathers = kind == V_ALLGATHER || kind == V_ALLGATHERV;
+        PyObject *meta = capacity > 0 ? Py_NewRef(m->meta) : NULL;
+        if (vcall_copy(&v, &m->v) < 0) {
+            Py_XDECREF(meta);
+        } else { /* (the entry's datatype and Sizes where listed_v_make and rooted_v_make
+                  * find them; one process: no counts beside it) */
+            result = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, rooted ? 1 : gathers ? 3 : 2),
+                               meta, count, spin, tensor, tensors, hit, a, Py_None,
+                               rooted ? NULL : PyTuple_GET_ITEM(hit, gathers ? 5 : 4));
+            result = laid(result, 2, tensors, writes, quickers);
+        }
+    }
+    Py_DECREF(hit);
+    goto out;
+not:
+    result = Py_NewRef(Py_False);
+out:
+    Py_XDECREF(mine);
+    Py_DECREF(a);
+    return result;
+#else
+    (void)op, (void)group, (void)tensor, (void)tensors, (void)how, (void)table, (void)head;
+    (void)quickers, (void)n, (void)spin;
+    Py_RETURN_FALSE;
+#endif
+}
 
 /* The quick path of a blocking call between the array of `tensor` and the list
  * `tensors` of one tensor per rank (listed(), and rooted()'s root): both as the quick
@@ -3218,9 +3625,16 @@ static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
     Py_DECREF(sizeobj);
     if (n == -1 && PyErr_Occurred()) return NULL;
     if (PySequence_Fast_GET_SIZE(tensors) != n) Py_RETURN_FALSE;
+    if (!left) { /* (the call the memo remembers, run as it was made) */
+        PyObject *again = listed_again(op, group, tensor, tensors, how, table, head,
+                                       quickers, n, spin);
+        if (again != Py_False) return again;
+        Py_DECREF(again);
+    }
     int writes = how & WRITES_LIST;
     PyObject *a = quick_array(tensor, !writes, quickers), *lay = NULL, *result = NULL;
     PyObject *key = NULL, *hit = NULL;
+    uint64_t version = 0;
     if (a == NULL) goto no;
     PyArrayObject *arr = (PyArrayObject *)a;
     if (PyArray_SIZE(arr) > INT_MAX) goto no;
@@ -3246,6 +3660,9 @@ static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
         goto no;
     }
     Py_INCREF(hit);
+#ifdef DICT_VERSIONS
+    version = ((PyDictObject *)table)->ma_version_tag;
+#endif
     if (how & SAME_SHAPE) { /* (the list's entry at head[0]: as the general path's check) */
         Py_ssize_t at = nh ? PyLong_AsSsize_t(PyTuple_GET_ITEM(head, 0)) : -1;
         if (at == -1 && PyErr_Occurred()) goto out;
@@ -3273,13 +3690,27 @@ static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
     result = how & LIST_FIRST ? kept_messages(op, group, hit, at, a, spin, keep, left)
                               : kept_messages(op, group, hit, a, at, spin, keep, left);
     Py_DECREF(keep);
+    if (result == Py_True)
+        listed_remember(table, version, n, how, head, hit, arr, lay, NULL, NULL, 0, at);
     Py_DECREF(at);
     if (result != Py_False) goto out; /* (run, a run to settle, or an error) */
     Py_CLEAR(result);
     if (!left) { /* (MPI's collective, where the core makes it) */
-        result = listed_v(op, group, hit, arr, lay, (int)n, writes, spin, tensor, tensors);
-        if (result != Py_False) goto out;
-        Py_CLEAR(result);
+        VCall v;
+        PyObject *meta;
+        long long count;
+        int made = listed_v_make(hit, arr, lay, (int)n, writes, &v, &meta, &count);
+        if (made < 0) goto out;
+        if (made) {
+            int gathers = v.kind == V_ALLGATHER || v.kind == V_ALLGATHERV;
+            listed_remember(table, version, n, how, head, hit, arr, lay, &v, meta, count,
+                            NULL);
+            result = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, gathers ? 3 : 2), meta,
+                               count, spin, tensor, tensors, hit, a, lay,
+                               PyTuple_GET_ITEM(hit, gathers ? 5 : 4));
+            if (result != Py_False) goto out;
+            Py_CLEAR(result);
+        }
     }
     result = PyTuple_Pack(3, hit, a, lay);
     goto out;
@@ -3346,6 +3777,14 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     Py_ssize_t n = PyLong_AsSsize_t(sizeobj);
     if (n == -1 && PyErr_Occurred()) goto out;
     if (PySequence_Fast_GET_SIZE(outs) != n || PySequence_Fast_GET_SIZE(ins) != n) goto no;
+    if ((rank = group_get(group, G_RANK)) == NULL) goto out;
+    Py_ssize_t me = PyLong_AsSsize_t(rank);
+    if (me == -1 && PyErr_Occurred()) goto out;
+    if (!left) { /* (the call the memo remembers, run as it was made) */
+        result = lists_again(op, group, outs, ins, table, quickers, n, me, spin);
+        if (result != Py_False) goto out;
+        Py_CLEAR(result);
+    }
     if ((outl = layout_of(outs, 1, quickers, INT_MAX)) == NULL) goto out;
     if (outl == Py_None) goto no;
     if ((inl = layout_of(ins, 0, quickers, INT_MAX)) == NULL) goto out;
@@ -3353,7 +3792,6 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     PyArray_Descr *d = (PyArray_Descr *)LAY(outl, L_DTYPE);
     PyArray_Descr *e = (PyArray_Descr *)LAY(inl, L_DTYPE);
     if (d != e && !PyArray_EquivTypes(d, e)) goto no;
-    if ((rank = group_get(group, G_RANK)) == NULL) goto out;
     PyObject *scounts = LAY(inl, L_COUNTS), *rcounts = LAY(outl, L_COUNTS);
     if ((key = PyTuple_New(4 + 2 * n)) == NULL) goto out;
     PyTuple_SET_ITEM(key, 0, Py_NewRef((PyObject *)d));
@@ -3370,6 +3808,10 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         goto no;
     }
     Py_INCREF(hit);
+    uint64_t version = 0;
+#ifdef DICT_VERSIONS
+    version = ((PyDictObject *)table)->ma_version_tag;
+#endif
     int radj = LAY(outl, L_END_TO_END) == Py_True, sadj = LAY(inl, L_END_TO_END) == Py_True;
     long long rlo = PyLong_AsLongLong(LAY(outl, L_START));
     long long rhi = PyLong_AsLongLong(LAY(outl, L_END));
@@ -3402,6 +3844,8 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         PyObject *keep = r_at == NULL ? NULL : PyTuple_Pack(2, outs, ins);
         if (keep != NULL)
             result = kept_messages(op, group, hit, s_at, r_at, spin, keep, left);
+        if (result == Py_True)
+            lists_remember(table, version, n, me, hit, NULL, NULL, 0, s_at, r_at, outl, inl);
         Py_XDECREF(s_at);
         Py_XDECREF(r_at);
         Py_XDECREF(keep);
@@ -3411,7 +3855,13 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     } else if (apart && !direct && !left && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 6 &&
                vmethod_kind(method) == V_ALLTOALLV && PyTuple_GET_ITEM(hit, 4) == Py_None) {
         /* (MPI's Alltoallv, no own block; its counts beside it where they go) */
-        result = lists_v(op, group, hit, outl, inl, (int)n, spin, outs, ins);
+        VCall v;
+        PyObject *meta;
+        long long count;
+        if (lists_v_make(hit, outl, inl, (int)n, &v, &meta, &count) < 0) goto out;
+        lists_remember(table, version, n, me, hit, &v, meta, count, NULL, NULL, outl, inl);
+        result = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, 3), meta, count, spin, outs,
+                           ins, hit, outl, inl, PyTuple_GET_ITEM(hit, 5));
         if (result != Py_False) goto out;
         Py_CLEAR(result);
     }
@@ -3431,48 +3881,49 @@ out:
 
 /* rooted()'s root on a group of one process (no counts beside the data): gather into,
  * or scatter from, its list of chunks (layout `lay`, end to end; quick entry `hit` =
- * ((counts, displacements), datatype)) as MPI's Gatherv or Scatterv (vcall_in). Returns
- * True, (hit, a, layout, error) where MPI raised, False (another case: the caller's), or
- * NULL. */
-static PyObject *rooted_v(PyObject *op, PyObject *group, PyObject *found, PyObject *root,
-                          int gathering, long spin, PyObject *tensor, PyObject *tensors) {
-    PyObject *hit = PyTuple_GET_ITEM(found, 0), *lay = PyTuple_GET_ITEM(found, 2);
-    PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(found, 1);
+ * ((counts, displacements), datatype)) as MPI's Gatherv or Scatterv: `v` made for
+ * vcall_run, with the record's arguments in *meta (a new reference, or NULL) and the
+ * elements moved in *count. 1 (made), 0 (another case: the caller's), or -1 with an
+ * error. */
+static int rooted_v_make(PyObject *group, PyObject *hit, PyArrayObject *a, PyObject *lay,
+                         PyObject *root, int gathering, VCall *v, PyObject **meta,
+                         long long *count) {
     PyObject *sizeobj = group_get(group, G_SIZE);
-    if (sizeobj == NULL) return NULL;
+    if (sizeobj == NULL) return -1;
     long n = PyLong_AsLong(sizeobj);
     Py_DECREF(sizeobj);
-    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n == -1 && PyErr_Occurred()) return -1;
     if (n != 1 || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2 ||
         LAY(lay, L_END_TO_END) != Py_True || PyArray_SIZE(a) > INT_MAX)
-        Py_RETURN_FALSE;
+        return 0;
     PyObject *pair = PyTuple_GET_ITEM(hit, 0), *dtobj = PyTuple_GET_ITEM(hit, 1);
-    PyObject *meta = NULL;
     MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
     long r = PyLong_AsLong(root);
-    if (dt == NULL || (r == -1 && PyErr_Occurred())) return NULL;
-    VCall v = {.kind = gathering ? V_GATHERV : V_SCATTERV, .dt = *dt, .root = (int)r};
-    if (vcall_room(&v, 1) < 0) return NULL;
+    if (dt == NULL || (r == -1 && PyErr_Occurred())) return -1;
+    *meta = NULL;
+    *count = PyArray_SIZE(a);
+    if (vcall_new(v, gathering ? V_GATHERV : V_SCATTERV, *dt, 1) < 0) return -1;
+    v->root = (int)r;
     void *area = NULL;
-    if (list_into(lay, pair, 1, gathering ? v.rc : v.sc, gathering ? v.rd : v.sd, &area) < 0)
-        goto out;
+    if (list_into(lay, pair, 1, gathering ? v->rc : v->sc, gathering ? v->rd : v->sd,
+                  &area) < 0)
+        goto fail;
     if (gathering) {
-        v.sb = PyArray_DATA(a), v.scount = (int)PyArray_SIZE(a), v.rb = area;
+        v->sb = PyArray_DATA(a), v->scount = (int)PyArray_SIZE(a), v->rb = area;
     } else {
-        v.sb = area, v.rb = PyArray_DATA(a), v.rcount = (int)PyArray_SIZE(a);
+        v->sb = area, v->rb = PyArray_DATA(a), v->rcount = (int)PyArray_SIZE(a);
     }
     if (capacity > 0) { /* (as _recorder.kept keeps the Python path's (mine, theirs, root)) */
         PyObject *mine = Py_BuildValue("(nO)", PyArray_SIZE(a), dtobj);
         PyObject *theirs = PyTuple_Pack(2, pair, dtobj);
-        meta = gathering ? tuple_of(3, mine, theirs, PyTuple_Pack(1, root))
-                         : tuple_of(3, theirs, mine, PyTuple_Pack(1, root));
-        if (meta == NULL) goto out;
+        *meta = gathering ? tuple_of(3, mine, theirs, PyTuple_Pack(1, root))
+                          : tuple_of(3, theirs, mine, PyTuple_Pack(1, root));
+        if (*meta == NULL) goto fail;
     }
-    return vcall_run(&v, op, group, dtobj, meta, PyArray_SIZE(a), spin, tensor, tensors, hit,
-                     (PyObject *)a, lay, NULL); /* (one process: no counts beside it) */
-out:
-    vcall_done(&v);
-    return NULL;
+    return 1;
+fail:
+    vcall_done(v);
+    return -1;
 }
 
 /* rooted(op, group, tensor, tensors, rank, group_rank, gathering, off_root, at_root,
@@ -3512,17 +3963,32 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyObject *result = listed_in(op, group, tensor, tensors,
                                      gathering ? WRITES_LIST : 0, at_root_table, head, quickers,
                                      spin, left);
-        Py_DECREF(head);
         if (result != NULL && !left && PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 3) {
-            /* (no Plan: MPI's Gatherv or Scatterv, made here on one process) */
-            PyObject *done = rooted_v(op, group, result, root, gathering, spin, tensor,
-                                      tensors);
-            if (done != Py_False) {
+            /* (no Plan: MPI's Gatherv or Scatterv, made here on one process, and
+             * remembered as listed_in's calls are) */
+            PyObject *hit = PyTuple_GET_ITEM(result, 0), *lay = PyTuple_GET_ITEM(result, 2);
+            PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(result, 1);
+            VCall v;
+            PyObject *meta, *done = NULL;
+            long long count;
+            int made = rooted_v_make(group, hit, a, lay, root, gathering, &v, &meta, &count);
+            if (made > 0) {
+                uint64_t version = 0;
+#ifdef DICT_VERSIONS
+                version = ((PyDictObject *)at_root_table)->ma_version_tag;
+#endif
+                listed_remember(at_root_table, version, 1, gathering ? WRITES_LIST : 0, head,
+                                hit, a, lay, &v, meta, count, NULL);
+                done = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, 1), meta, count, spin,
+                                 tensor, tensors, hit, (PyObject *)a, lay, NULL);
+            }
+            if (made != 0) {
+                Py_DECREF(head);
                 Py_DECREF(result);
                 return done;
             }
-            Py_DECREF(done);
         }
+        Py_DECREF(head);
         return result;
     }
     int given = tensors == Py_None ? 0 : PyObject_IsTrue(tensors);

@@ -381,6 +381,97 @@ def test_list_forms_bad_input_after_warm_up(rank, size, group):
     assert (recv == -1).all() and (out == -1).all()
 
 
+def _list_calls(xp, dtype, rank, size, group, sends, recvs, out, salt):
+    """all_to_all, reduce_scatter and all_gather on these lists (new values each salt),
+    each result checked against numpy."""
+    mine = values(dtype, (size * 3,), rank, salt)
+    for j, piece in enumerate(sends):
+        piece[...] = xp.tensor(mine[j * 3:(j + 1) * 3], dtype)
+    dist.all_to_all(recvs, sends, group=group)
+    for j, piece in enumerate(recvs):
+        assert_equal(piece, values(dtype, (size * 3,), j, salt)[rank * 3:(rank + 1) * 3], dtype)
+    dist.reduce_scatter(out, sends, group=group)
+    assert_equal(out, _reduced((size * 3,), size, salt, dtype)[rank * 3:(rank + 1) * 3], dtype)
+    dist.all_gather(recvs, xp.tensor(mine[:3], dtype), group=group)
+    for j, piece in enumerate(recvs):
+        assert_equal(piece, values(dtype, (size * 3,), j, salt)[:3], dtype)
+
+
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_lists_the_core_remembers_changed_between_calls(xp, dtype, rank, size, group):
+    # the core remembers the last call of each list form (where its tensors lie, their
+    # sizes and dtype) and runs the same call again without making it anew: every change
+    # to what it compares must give the right result, and a call it does not match must
+    # be made as it is
+    send, recv = xp.tensor(np.zeros(size * 3), dtype), xp.empty((size * 3,), dtype)
+    out = xp.empty((3,), dtype)
+    sends, recvs = xp.pieces(send, [3] * size), xp.pieces(recv, [3] * size)
+    for salt in range(3):  # (remembered after the first)
+        _list_calls(xp, dtype, rank, size, group, sends, recvs, out, salt)
+    # new views of the same memory at each call: the same call
+    for salt in range(3, 5):
+        _list_calls(xp, dtype, rank, size, group, xp.pieces(send, [3] * size),
+                    xp.pieces(recv, [3] * size), out, salt)
+    # one tensor of each list replaced by another of its size, elsewhere: the results land
+    # there, and nothing in the tensors it replaced
+    last = size - 1
+    old_recv, old_send = recvs[last], sends[last]
+    xp.fill(old_recv, 7)
+    recvs[last], sends[last] = xp.empty((3,), dtype), xp.empty((3,), dtype)
+    _list_calls(xp, dtype, rank, size, group, sends, recvs, out, 5)
+    assert_equal(old_recv, np.full(3, 7), dtype)
+    # two pairs of lists in turn: each call right
+    other = [xp.empty((3,), dtype) for _ in range(size)], [xp.empty((3,), dtype)
+                                                            for _ in range(size)]
+    for salt in range(6, 10):
+        pair = (sends, recvs) if salt % 2 else other
+        _list_calls(xp, dtype, rank, size, group, *pair, out, salt)
+    recvs[last], sends[last] = old_recv, old_send
+    if xp.name == "torch":  # a view given other storage in place (same object, new address)
+        fresh = xp.empty((3,), dtype)
+        recvs[0].set_(fresh)
+        _list_calls(xp, dtype, rank, size, group, sends, recvs, out, 10)
+        assert_equal(fresh, values(dtype, (size * 3,), 0, 10)[:3], dtype)
+        return
+    # numpy: the same memory seen as another dtype of its size (another descriptor): the
+    # bits move as they are
+    twin = {"int64": np.float64, "float32": np.int32}[dtype]
+    send[...] = values(dtype, (size * 3,), rank, 11)
+    recv[...] = 0
+    dist.all_to_all([p.view(twin) for p in recvs], [p.view(twin) for p in sends], group=group)
+    assert_equal(recv, np.concatenate([values(dtype, (size * 3,), j, 11)[rank * 3:
+                                                                          (rank + 1) * 3]
+                                       for j in range(size)]), dtype)
+    twins = [p.view(twin) for p in sends]
+    dist.reduce_scatter(out.view(twin), twins, group=group)  # (summed as the twin dtype)
+    assert_equal(out.view(twin), sum(values(dtype, (size * 3,), r, 11).view(twin)
+                                     for r in range(size))[rank * 3:(rank + 1) * 3], "")
+    _list_calls(xp, dtype, rank, size, group, sends, recvs, out, 12)
+    recv[...] = 0
+    out[...] = 0
+    with pytest.raises(ArgumentValueError, match="dtype"):  # (the inputs only)
+        dist.all_to_all(recvs, twins, group=group)
+    with pytest.raises(ArgumentValueError, match="dtype"):
+        dist.reduce_scatter(out, twins, group=group)
+    assert (recv == 0).all() and (out == 0).all()
+    # a tensor of the output list made read-only in place, or given another shape: the
+    # general path's errors, nothing written
+    _list_calls(xp, dtype, rank, size, group, sends, recvs, out, 13)
+    recv[...] = 0
+    recvs[0].flags.writeable = False
+    with pytest.raises(ArgumentBufferError, match="read-only"):
+        dist.all_to_all(recvs, sends, group=group)
+    with pytest.raises(ArgumentBufferError, match="read-only"):
+        dist.all_gather(recvs, send[:3], group=group)
+    recvs[0].flags.writeable = True
+    recvs[rank].shape = (1, 3)
+    with pytest.raises(ArgumentValueError, match="shape of tensor"):
+        dist.all_gather(recvs, send[:3], group=group)
+    assert (recv == 0).all()
+    recvs[rank].shape = (3,)
+    _list_calls(xp, dtype, rank, size, group, sends, recvs, out, 14)
+
+
 @pytest.mark.parametrize(("xp", "dtype"), QUICK)
 def test_the_quick_path_of_lists_is_taken(xp, dtype, rank, size, group,
                                           refuse_list_general_path):
@@ -443,6 +534,42 @@ def test_gather_and_scatter_repeated_and_quick(xp, dtype, rank, size, group, mon
     monkeypatch.setattr(rooted, "as_buffer", refuse)
     calls(1)
     calls(2)
+
+
+@pytest.mark.parametrize(("xp", "dtype"), QUICK)
+def test_root_lists_the_core_remembers_changed_between_calls(xp, dtype, rank, size, group):
+    # gather's and scatter's lists on the root, remembered by the core as the other lists
+    # are (test_lists_the_core_remembers_changed_between_calls): a tensor of the list
+    # replaced, the root moved, the dtype seen anew; each result right
+    ranks = dist.get_process_group_ranks(group) if group is not None else list(range(size))
+    whole = xp.tensor(np.zeros(size * 3), dtype)
+    pieces = xp.pieces(whole, [3] * size)
+    mine, got = xp.empty((3,), dtype), xp.empty((3,), dtype)
+
+    def calls(salt, root, pieces):
+        mine[...] = xp.tensor(values(dtype, (3,), rank, salt), dtype)
+        dist.gather(mine, pieces if rank == root else None, group=group, dst=ranks[root])
+        if rank == root:
+            for r, piece in enumerate(pieces):
+                assert_equal(piece, values(dtype, (3,), r, salt), dtype)
+                piece[...] = xp.tensor(values(dtype, (3,), r, salt + 1), dtype)
+        xp.fill(got, -1)
+        dist.scatter(got, pieces if rank == root else None, group=group, src=ranks[root])
+        assert_equal(got, values(dtype, (3,), rank, salt + 1), dtype)
+
+    for salt in range(3):
+        calls(salt, 0, pieces)
+    replaced = list(pieces)
+    xp.fill(pieces[-1], 5)
+    replaced[-1] = xp.empty((3,), dtype)
+    calls(3, 0, replaced)
+    assert_equal(pieces[-1], np.full(3, 5), dtype)
+    calls(4, size - 1, pieces)
+    calls(5, 0, pieces)
+    if xp.name == "numpy" and rank == 0:  # (another dtype of the same memory: refused)
+        twin = {"int64": np.float64, "float32": np.int32}[dtype]
+        with pytest.raises(ArgumentValueError, match="dtype"):
+            dist.gather(mine, [p.view(twin) for p in pieces], group=group, dst=ranks[0])
 
 
 @pytest.mark.parametrize(("xp", "dtype"), QUICK)
