@@ -39,11 +39,15 @@ $(VENV)/$(STAMP): pyproject.toml
 	touch $@
 
 ## The compiled core (mpicoll/_core.c), built with this venv's MPI (its mpicc), in place:
-## pip's isolated build cannot see the MPI wheel the venv installs beside it.
+## pip's isolated build cannot see the MPI wheel the venv installs beside it. The build's
+## whole output goes to $(VENV)/core-build.log; its compiler errors and warnings, and why
+## a part was not built, are shown here.
 core:
 	$(PY) -m pip install -q 'setuptools>=77'
-	MPICC=$(abspath $(VENV))/bin/mpicc $(PY) -m pip install -q --no-build-isolation \
-		--no-deps -e .
+	MPICC=$(abspath $(VENV))/bin/mpicc $(PY) -m pip install -v --no-build-isolation \
+		--no-deps -e . > $(VENV)/core-build.log 2>&1 || { cat $(VENV)/core-build.log; exit 1; }
+	@grep -E "(error|warning):|mpicoll: .*(not built|did not build)" $(VENV)/core-build.log \
+		|| true
 	$(PY) -c "import mpicoll, mpicoll._core_loader as c, mpicoll._mpi; c.load(); print('mpicoll: compiled core', c.why)"
 
 ## The main example, 4 ranks on the embedded MPICH: installs mpicoll, MPICH and torch

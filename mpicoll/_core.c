@@ -3833,7 +3833,7 @@ static PyObject *lists(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         for (Py_ssize_t i = 0; apart && i < PyList_GET_SIZE(routs); i++) {
             PyArrayObject *x = (PyArrayObject *)PyList_GET_ITEM(routs, i);
             long long b = (long long)(intptr_t)PyArray_DATA(x);
-            apart = !PyArray_NBYTES(x) || pieces_apart(souts, b, b + PyArray_NBYTES(x));
+            apart = PyArray_NBYTES(x) == 0 || pieces_apart(souts, b, b + PyArray_NBYTES(x));
         }
     }
     if (apart && direct) { /* (where each list lies: its start, or its tensors' addresses) */
