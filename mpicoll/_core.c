@@ -1144,7 +1144,7 @@ static PyObject *str_index = NULL, *str_counts = NULL;
 static PyObject *str_form = NULL, *str_sent = NULL, *str_expected = NULL, *str_relayed = NULL;
 static PyObject *str_at = NULL, *str_owners = NULL, *str_reqs = NULL, *str_recvs = NULL;
 static PyObject *str_sends = NULL, *str_method = NULL, *str_n = NULL, *str_send = NULL;
-static PyObject *str_ring = NULL;
+static PyObject *str_ring = NULL, *str_root = NULL;
 static PyObject *str_methods[3] = {NULL, NULL, NULL}; /* by ALLGATHER, ALLTOALL, ... */
 static PyObject *str_vmethods[5] = {NULL}; /* by V_ALLTOALLV, V_ALLGATHER, ... */
 
@@ -1891,15 +1891,18 @@ static void vcall_done(VCall *v) {
  * first, compared with what this rank expects, and then the data waited for. Counts that
  * differ and MPI's errors go back to the Python side, which words them
  * (_waits.counts_left). */
-enum { C_ALLTOALL = 0, C_ALLREDUCE = 1 };
+enum { C_ALLTOALL = 0, C_ALLREDUCE = 1, C_GATHER = 2, C_SCATTER = 3 };
 typedef struct {
     PyObject *ring;            /* the Ring (a new reference), or NULL: a call of their own */
     Py_ssize_t slot, slots;    /* the ring's slot taken, and how many it has */
     PyObject *reqobj;          /* the slot's mpi4py Request (a new reference), or NULL */
     MPI_Request *req;          /* the counts' request: in reqobj, or &own */
     MPI_Request own;
-    int method, scount, rcount;/* a call of their own: C_ALLTOALL (counts a rank) or
-                                  C_ALLREDUCE (MPI_MAX over rcount) */
+    int method, scount, rcount;/* a call of their own: C_ALLTOALL (counts a rank),
+                                  C_ALLREDUCE (MPI_MAX over rcount), or C_GATHER and
+                                  C_SCATTER (to and from `root`: scount and rcount
+                                  where this rank sends and receives none) */
+    int root;
     Py_buffer send, recv;      /* .obj NULL where this rank sends or receives none */
     PyObject *recvobj;         /* the array they are received into (a new reference) */
     PyObject *sent, *expected; /* the Sizes' bytes, or None (new references) */
@@ -1969,16 +1972,15 @@ out:
 /* A nonblocking collective of the counts' own into `c` (the Sizes' method, on a group of
  * `n` ranks): 1, 0 where it is one the core does not post, -1 with an error. */
 static int counts_own(PyObject *sizes, long n, Counts *c) {
+    static const char *methods[] = {"Ialltoall", "Iallreduce", "Igather", "Iscatter"};
     PyObject *method = PyObject_GetAttr(sizes, str_method), *nobj = NULL, *send = NULL;
+    PyObject *root = NULL;
     int result = -1;
     if (method == NULL) return -1;
-    c->method = PyUnicode_Check(method) && PyUnicode_CompareWithASCIIString(method,
-                                                                            "Ialltoall") == 0
-        ? C_ALLTOALL
-        : PyUnicode_Check(method) && PyUnicode_CompareWithASCIIString(method,
-                                                                      "Iallreduce") == 0
-        ? C_ALLREDUCE : -1;
-    if (c->method < 0) { /* (gather's and scatter's counts: not the core's calls) */
+    c->method = -1;
+    for (int k = C_ALLTOALL; k <= C_SCATTER && PyUnicode_Check(method); k++)
+        if (PyUnicode_CompareWithASCIIString(method, methods[k]) == 0) c->method = k;
+    if (c->method < 0) { /* (another form: not the core's calls) */
         result = 0;
         goto out;
     }
@@ -1989,7 +1991,24 @@ static int counts_own(PyObject *sizes, long n, Counts *c) {
     if (total == -1 && PyErr_Occurred()) goto out;
     if (send != Py_None && PyObject_GetBuffer(send, &c->send, PyBUF_SIMPLE) < 0) goto out;
     long sent = c->send.obj == NULL ? 0 : (long)(c->send.len / 8);
-    if (c->method == C_ALLTOALL) {
+    if (c->method == C_GATHER || c->method == C_SCATTER) {
+        if ((root = PyObject_GetAttr(sizes, str_root)) == NULL) goto out;
+        long r = PyLong_AsLong(root);
+        if (r == -1 && PyErr_Occurred()) goto out;
+        c->root = (int)r;
+        /* (a gather's: one count from each rank, `total` of them on the root, none
+         * elsewhere; a scatter's: one count to each rank, sent by the root) */
+        long each = c->method == C_GATHER ? total : sent;
+        if (n <= 0 || r < 0 || r >= n || each % n) {
+            result = 0;
+            goto out;
+        }
+        if (c->method == C_GATHER) {
+            c->scount = (int)sent, c->rcount = (int)(total / n);
+        } else {
+            c->scount = (int)(sent / n), c->rcount = (int)total;
+        }
+    } else if (c->method == C_ALLTOALL) {
         if (n <= 0 || sent % n || total % n) {
             result = 0;
             goto out;
@@ -2008,6 +2027,7 @@ static int counts_own(PyObject *sizes, long n, Counts *c) {
     c->own = MPI_REQUEST_NULL;
     result = 1;
 out:
+    Py_XDECREF(root);
     Py_XDECREF(send);
     Py_XDECREF(nobj);
     Py_DECREF(method);
@@ -2092,6 +2112,12 @@ static int counts_run(Counts *c, MPI_Comm comm, Record *rec, long spin, PyObject
         void *rb = c->recv.obj != NULL ? c->recv.buf : NULL;
         err = c->method == C_ALLTOALL
             ? MPI_Ialltoall(sb, c->scount, COUNT_TYPE, rb, c->rcount, COUNT_TYPE, comm, c->req)
+            : c->method == C_GATHER
+            ? MPI_Igather(sb, c->scount, COUNT_TYPE, rb, c->rcount, COUNT_TYPE, c->root, comm,
+                          c->req)
+            : c->method == C_SCATTER
+            ? MPI_Iscatter(sb, c->scount, COUNT_TYPE, rb, c->rcount, COUNT_TYPE, c->root,
+                           comm, c->req)
             : MPI_Iallreduce(sb, rb, c->rcount, COUNT_TYPE, MPI_MAX, comm, c->req);
     }
     if (err != MPI_SUCCESS) return err;
@@ -3033,14 +3059,21 @@ static PyObject *layout(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * (run_kept_here) where the group sends messages (its `direct` communicator) and no rank
  * has left (`left`): run_kept_here's result, or False where the call is not messages or
  * no Plan is kept (the caller makes the call). listed_in's, lists', rooted's. */
+/* Whether the group sends messages of its own (its `direct` communicator): 1, 0, or -1
+ * with an error */
+static int sends_messages(PyObject *group) {
+    PyObject *direct = group_get(group, G_DIRECT);
+    if (direct == NULL) return -1;
+    int messages_go = direct != Py_None;
+    Py_DECREF(direct);
+    return messages_go;
+}
+
 static PyObject *kept_messages(PyObject *op, PyObject *group, PyObject *hit, PyObject *first,
                                PyObject *second, long spin, PyObject *keep, int left) {
     if (left) Py_RETURN_FALSE;
-    PyObject *direct = group_get(group, G_DIRECT);
-    if (direct == NULL) return NULL;
-    int messages_go = direct != Py_None;
-    Py_DECREF(direct);
-    if (!messages_go) Py_RETURN_FALSE;
+    int messages_go = sends_messages(group);
+    if (messages_go <= 0) return messages_go < 0 ? NULL : Py_NewRef(Py_False);
     return run_kept_here(op, group, hit, first, second, spin, keep);
 }
 
@@ -3581,10 +3614,10 @@ static PyObject *listed_again(PyObject *op, PyObject *group, PyObject *tensor,
         if (vcall_copy(&v, &m->v) < 0) {
             Py_XDECREF(meta);
         } else { /* (the entry's datatype and Sizes where listed_v_make and rooted_v_make
-                  * find them; one process: no counts beside it) */
+                  * find them) */
             result = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, rooted ? 1 : gathers ? 3 : 2),
                                meta, count, spin, tensor, tensors, hit, a, Py_None,
-                               rooted ? NULL : PyTuple_GET_ITEM(hit, gathers ? 5 : 4));
+                               PyTuple_GET_ITEM(hit, rooted ? 2 : gathers ? 5 : 4));
             result = laid(result, 2, tensors, writes, quickers);
         }
     }
@@ -3879,12 +3912,12 @@ out:
     return result;
 }
 
-/* rooted()'s root on a group of one process (no counts beside the data): gather into,
- * or scatter from, its list of chunks (layout `lay`, end to end; quick entry `hit` =
- * ((counts, displacements), datatype)) as MPI's Gatherv or Scatterv: `v` made for
- * vcall_run, with the record's arguments in *meta (a new reference, or NULL) and the
- * elements moved in *count. 1 (made), 0 (another case: the caller's), or -1 with an
- * error. */
+/* rooted()'s root on a group that sends no messages of its own (or of one process):
+ * gather into, or scatter from, its list of chunks (layout `lay`, end to end; quick entry
+ * `hit` = RootList ((counts, displacements), datatype, sizes)) as MPI's Gatherv or
+ * Scatterv, its counts beside it where `sizes` is not None: `v` made for vcall_run, with
+ * the record's arguments in *meta (a new reference, or NULL) and the elements moved in
+ * *count. 1 (made), 0 (another case: the caller's), or -1 with an error. */
 static int rooted_v_make(PyObject *group, PyObject *hit, PyArrayObject *a, PyObject *lay,
                          PyObject *root, int gathering, VCall *v, PyObject **meta,
                          long long *count) {
@@ -3893,19 +3926,23 @@ static int rooted_v_make(PyObject *group, PyObject *hit, PyArrayObject *a, PyObj
     long n = PyLong_AsLong(sizeobj);
     Py_DECREF(sizeobj);
     if (n == -1 && PyErr_Occurred()) return -1;
-    if (n != 1 || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2 ||
+    if (n <= 0 || n > INT_MAX || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 3 ||
         LAY(lay, L_END_TO_END) != Py_True || PyArray_SIZE(a) > INT_MAX)
         return 0;
+    if (n > 1) { /* (a group that sends messages makes them: its Plan, or Python's) */
+        int messages_go = sends_messages(group);
+        if (messages_go != 0) return messages_go < 0 ? -1 : 0;
+    }
     PyObject *pair = PyTuple_GET_ITEM(hit, 0), *dtobj = PyTuple_GET_ITEM(hit, 1);
     MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
     long r = PyLong_AsLong(root);
     if (dt == NULL || (r == -1 && PyErr_Occurred())) return -1;
     *meta = NULL;
     *count = PyArray_SIZE(a);
-    if (vcall_new(v, gathering ? V_GATHERV : V_SCATTERV, *dt, 1) < 0) return -1;
+    if (vcall_new(v, gathering ? V_GATHERV : V_SCATTERV, *dt, (int)n) < 0) return -1;
     v->root = (int)r;
     void *area = NULL;
-    if (list_into(lay, pair, 1, gathering ? v->rc : v->sc, gathering ? v->rd : v->sd,
+    if (list_into(lay, pair, (int)n, gathering ? v->rc : v->sc, gathering ? v->rd : v->sd,
                   &area) < 0)
         goto fail;
     if (gathering) {
@@ -3924,6 +3961,48 @@ static int rooted_v_make(PyObject *group, PyObject *hit, PyArrayObject *a, PyObj
 fail:
     vcall_done(v);
     return -1;
+}
+
+/* rooted()'s other ranks, on a group of more than one that sends no messages of its own:
+ * their part of MPI's Gatherv or Scatterv (quick entry `hit` = OffRoot (datatype, root,
+ * gathering, sizes)) from or into the array `a`, its counts beside it where `sizes` is not
+ * None; as rooted_v_make. */
+static int rooted_off_make(PyObject *group, PyObject *hit, PyArrayObject *a, PyObject *root,
+                           int gathering, VCall *v, PyObject **meta, long long *count) {
+    if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 4 || PyArray_SIZE(a) > INT_MAX)
+        return 0;
+    int messages_go = sends_messages(group);
+    if (messages_go != 0) return messages_go < 0 ? -1 : 0;
+    PyObject *sizeobj = group_get(group, G_SIZE);
+    if (sizeobj == NULL) return -1;
+    long n = PyLong_AsLong(sizeobj);
+    Py_DECREF(sizeobj);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    if (n <= 1 || n > INT_MAX) return 0;
+    PyObject *dtobj = PyTuple_GET_ITEM(hit, 0);
+    MPI_Datatype *dt = PyMPIDatatype_Get(dtobj);
+    long r = PyLong_AsLong(root);
+    if (dt == NULL || (r == -1 && PyErr_Occurred())) return -1;
+    *meta = NULL;
+    *count = PyArray_SIZE(a);
+    if (vcall_new(v, gathering ? V_GATHERV : V_SCATTERV, *dt, (int)n) < 0) return -1;
+    v->root = (int)r;
+    memset(v->sc, 0, sizeof(int) * 4 * (size_t)n); /* (the root's arrays: not read here) */
+    if (gathering) {
+        v->sb = PyArray_DATA(a), v->scount = (int)PyArray_SIZE(a);
+    } else {
+        v->rb = PyArray_DATA(a), v->rcount = (int)PyArray_SIZE(a);
+    }
+    if (capacity > 0) { /* (as _recorder.kept keeps the Python path's (mine, None, root)) */
+        PyObject *mine = Py_BuildValue("(nO)", PyArray_SIZE(a), dtobj);
+        *meta = gathering ? tuple_of(3, mine, Py_NewRef(Py_None), PyTuple_Pack(1, root))
+                          : tuple_of(3, Py_NewRef(Py_None), mine, PyTuple_Pack(1, root));
+        if (*meta == NULL) {
+            vcall_done(v);
+            return -1;
+        }
+    }
+    return 1;
 }
 
 /* rooted(op, group, tensor, tensors, rank, group_rank, gathering, off_root, at_root,
@@ -3977,10 +4056,16 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 #ifdef DICT_VERSIONS
                 version = ((PyDictObject *)at_root_table)->ma_version_tag;
 #endif
-                listed_remember(at_root_table, version, 1, gathering ? WRITES_LIST : 0, head,
-                                hit, a, lay, &v, meta, count, NULL);
+                listed_remember(at_root_table, version, v.n, gathering ? WRITES_LIST : 0,
+                                head, hit, a, lay, &v, meta, count, NULL);
                 done = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, 1), meta, count, spin,
-                                 tensor, tensors, hit, (PyObject *)a, lay, NULL);
+                                 tensor, tensors, hit, (PyObject *)a, lay,
+                                 PyTuple_GET_ITEM(hit, 2));
+                if (done == Py_False) { /* (the counts: the Python side's call) */
+                    Py_DECREF(done);
+                    Py_DECREF(head);
+                    return result;
+                }
             }
             if (made != 0) {
                 Py_DECREF(head);
@@ -3995,8 +4080,11 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (given != 0) return given < 0 ? NULL : Py_NewRef(Py_False); /* (the general path's) */
     PyObject *a = quick_array(tensor, !gathering, quickers), *result = NULL;
     if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
-    PyObject *key = PyTuple_Pack(3, (PyObject *)PyArray_DESCR((PyArrayObject *)a), root,
-                                 gathering ? Py_True : Py_False);
+    PyObject *size = PyLong_FromSsize_t(PyArray_SIZE((PyArrayObject *)a));
+    PyObject *key = size == NULL ? NULL
+        : PyTuple_Pack(4, (PyObject *)PyArray_DESCR((PyArrayObject *)a), root,
+                       gathering ? Py_True : Py_False, size);
+    Py_XDECREF(size);
     PyObject *hit = key == NULL ? NULL : PyDict_GetItemWithError(off_root, key); /* borrowed */
     Py_XDECREF(key);
     if (hit == NULL || PyArray_SIZE((PyArrayObject *)a) > INT_MAX) {
@@ -4007,6 +4095,20 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     result = kept_messages(op, group, hit, a, Py_None, spin, tensor, left);
     if (result != Py_False) goto hit_out; /* (run, a run to settle, or an error) */
     Py_CLEAR(result);
+    if (!left) { /* (MPI's Gatherv or Scatterv, where the core makes it) */
+        VCall v;
+        PyObject *meta;
+        long long count;
+        int made = rooted_off_make(group, hit, (PyArrayObject *)a, root, gathering, &v, &meta,
+                                   &count);
+        if (made < 0) goto hit_out;
+        if (made) {
+            result = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, 0), meta, count, spin,
+                               tensor, Py_None, hit, a, Py_None, PyTuple_GET_ITEM(hit, 3));
+            if (result != Py_False) goto hit_out;
+            Py_CLEAR(result);
+        }
+    }
     result = PyTuple_Pack(2, hit, a);
 hit_out:
     Py_DECREF(hit);
@@ -4182,14 +4284,14 @@ PyMODINIT_FUNC CAT(PyInit_, CORE_NAME)(void) {
                           &str_vmethods[V_REDUCE_SCATTER], &str_counts, &str_form,
                           &str_sent, &str_expected, &str_relayed, &str_at, &str_owners,
                           &str_reqs, &str_recvs, &str_sends, &str_method, &str_n,
-                          &str_send, &str_ring};
+                          &str_send, &str_ring, &str_root};
     const char *texts[] = {"missed", "seq", "_size", "kept", "direct", "reduced", "comm",
                            "_rank", "Iallgather", "Ialltoall", "Ireduce_scatter_block",
                            "_index", "data_ptr", "shape", "dtype", "requires_grad",
                            "is_contiguous", "Ialltoallv", "Iallgather", "Iallgatherv",
                            "Ireduce_scatter_block", "Ireduce_scatter", "counts", "form",
                            "sent", "expected", "relayed", "at", "owners", "reqs", "recvs",
-                           "sends", "method", "n", "send", "ring"};
+                           "sends", "method", "n", "send", "ring", "root"};
     for (int i = 0; i < (int)(sizeof texts / sizeof texts[0]); i++)
         if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);

@@ -716,7 +716,8 @@ def test_counts_beside_the_data_go_in_the_core_and_a_mismatch_raises(ranks):
     # compares them. tests/scripts/counts_in_core.py refuses the Python path's call
     # after the first of each and checks every result against numpy, the records, a
     # mismatch at a repeated call (SizeMismatch on every rank), the same where every
-    # rank compares (all_gather, whose data may be left running), and the calls after
+    # rank compares (all_gather, whose data may be left running), gather's (the root
+    # compares) and scatter's (each rank compares its own), and the calls after
     if OFF:
         pytest.skip("the compiled core's calls")
     from _launch import run_per_rank
@@ -726,9 +727,18 @@ def test_counts_beside_the_data_go_in_the_core_and_a_mismatch_raises(ranks):
     assert p.returncode == 0, p.stdout + p.stderr
     for r in range(ranks):
         for xp in ("numpy", "torch"):
-            assert (f"{xp}: 5 calls made in the core, right, recorded; the mismatch raised "
+            assert (f"{xp}: 7 calls made in the core, right, recorded; the mismatch raised "
                     "SizeMismatch: all_to_all_single: the ranks disagree on sizes") in out[r], \
                 out[r]
             assert (f"{xp}: relayed, SizeMismatch: all_gather: the ranks disagree on sizes"
                     in out[r]), out[r]
             assert f"{xp}: after it, right" in out[r], out[r]
+        # gather's counts are compared on the root (rank 0), scatter's on each rank
+        assert (f"{xp}: gather compared here, SizeMismatch: gather: the ranks disagree on "
+                "sizes: rank 1 sends 2 elements, and gather_list[1] on the root (rank 0) "
+                "holds 1" in out[0]), out[0]
+        assert (f"{xp}: scatter compared here, SizeMismatch: scatter: the ranks disagree on "
+                "sizes: the root (rank 0) sends 1 element in scatter_list[1], and tensor on "
+                "rank 1 holds 2" in out[1]), out[1]
+        assert all(f"{xp}: gather compared here" not in out[r] for r in range(1, ranks))
+        assert all(f"{xp}: scatter compared here" not in out[r] for r in range(ranks) if r != 1)

@@ -293,12 +293,12 @@ def exchanged(op: str, group: Any, hit: Exchange | Messages | Reduced, s: Any, r
 def core_failed(op: str, group: Any, hit: Any, first: Any, second: Any, outcome: Any,
                 keep: Any = None) -> NoReturn:
     """Raise what MPI's collective, made by the compiled core from a list's quick entry
-    ``hit`` between ``first`` and ``second`` (an array, or a list's layout), ended with:
+    ``hit`` between ``first`` and ``second`` (an array, a list's layout, or None), ended with:
     ``outcome``, MPI's error (an MPIError naming the tensors and counts), or what the
     core left of a call whose counts went beside its data (:func:`._waits.counts_left`;
     ``keep``: the caller's tensors, kept with data MPI still owns)."""
-    def tensors(x: Any) -> Any:
-        return x if hasattr(x, "shape") else x.arrays
+    def tensors(x: Any) -> Any:  # (None: a rank other than a gather's or scatter's root)
+        return x if x is None or hasattr(x, "shape") else x.arrays
     args = (tensors(first), tensors(second), *hit[1:3])
     if isinstance(outcome, tuple):
         counts_left(op, group, hit.sizes, args, keep, outcome)

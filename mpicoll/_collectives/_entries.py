@@ -105,6 +105,7 @@ class OffRoot(NamedTuple):
     datatype: Any  # the MPI datatype
     root: int  # the root's group rank
     gathering: bool  # a gather (True) or a scatter
+    sizes: Any  # the counts' Sizes (:func:`._sizes.rooted`), or None
 
 
 class RootList(NamedTuple):
@@ -113,3 +114,4 @@ class RootList(NamedTuple):
 
     counts: tuple  # (counts, displacements) over the list packed end to end
     datatype: Any  # the MPI datatype
+    sizes: Any  # the counts' Sizes (:func:`._sizes.rooted`), or None

@@ -139,7 +139,7 @@ def _rooted_args(gathering: bool, arr: Any, dt: Any, area: Any, hit: RootList,
                  root: int) -> tuple:
     """The root's Gatherv's or Scatterv's arguments (its quick entry's ``hit``: the
     list's counts and displacements, packed, and datatype), for the record and errors."""
-    theirs = (area, *hit)
+    theirs = (area, hit.counts, hit.datatype)
     return ((arr, dt), theirs, root) if gathering else (theirs, (arr, dt), root)
 
 

@@ -11,11 +11,11 @@ from ._call import core_failed, quick, quick_allowed, quick_array
 from ._direct import settled
 from ._entries import Broadcast, OffRoot, RootList
 from ._layout import apart, area, layout
-from ._sizes import rooted as rooted_sizes
 from ._table import Table
 
 # the quick paths of gather's and scatter's non-root ranks: (numpy dtype, group rank of the
-# root, gathering) -> OffRoot, stored by the general path (plain dtypes)
+# root, gathering, size of the tensor) -> OffRoot, stored by the general path (plain
+# dtypes)
 QUICK_OFF_ROOT: dict[tuple, OffRoot] = Table()
 
 # broadcast's quick path: (numpy dtype, group rank of the root) -> Broadcast, stored by
@@ -51,8 +51,8 @@ def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, te
             settled(core, name, pg, *found, tensor if pg._rank != root else
                     (tensor, tensors))
             return True
-        if len(found) == 4:  # (MPI's Gatherv or Scatterv, made in the core, raised)
-            core_failed(name, pg, *found)
+        if len(found) == 4:  # (MPI's Gatherv or Scatterv, made in the core, did not complete)
+            core_failed(name, pg, *found, tensor if pg._rank != root else (tensor, tensors))
         hit, a, q = found if len(found) == 3 else (*found, None)
     else:
         a = quick_array(tensor, not gathering)
@@ -60,7 +60,8 @@ def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, te
             return False
         root = _validate.root(pg, name, rank, group_rank, *names)
         if pg._rank != root:
-            hit = QUICK_OFF_ROOT.get((a.dtype, root, gathering)) if not tensors else None
+            hit = QUICK_OFF_ROOT.get((a.dtype, root, gathering, a.size)) if not tensors \
+                else None
             q = None
         else:
             q = layout(tensors, pg._size, gathering)
@@ -86,12 +87,10 @@ def quick_rooted(name: str, pg: Any, rank: Any, group_rank: Any, tensor: Any, te
         if direct:  # (kept by the Work an interrupt leaves: a may own none)
             _rooted_direct.quick(name, pg, root, gathering, a, hit, q, (tensor, tuple(tensors)))
             return True
-        mine, theirs = (a, hit.datatype), (area(q), *hit)
+        mine, theirs = (a, hit.datatype), (area(q), hit.counts, hit.datatype)
     args = (mine, theirs, root) if gathering else (theirs, mine, root)
-    sizes = rooted_sizes(name, pg, root, gathering, a.size,
-                         None if theirs is None else q.counts, a.dtype)
     if gathering:
-        quick(name, pg, "Igatherv", args, sizes)
+        quick(name, pg, "Igatherv", args, hit.sizes)
     else:
-        quick(name, pg, "Iscatterv", args, sizes)
+        quick(name, pg, "Iscatterv", args, hit.sizes)
     return True

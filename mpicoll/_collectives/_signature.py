@@ -13,6 +13,7 @@ only, as before.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from .._tags import tag_ub
@@ -50,6 +51,7 @@ def signature(op: str, dtype: Any, reduce_op: str | None = None) -> int:
     return code(op, dtype, reduce_op) if bits() else 0
 
 
+@lru_cache(maxsize=1024)  # (numpy's dtype.name costs microseconds: asked per call)
 def code(op: str, dtype: Any, reduce_op: str | None = None) -> int:
     """:func:`signature`'s number, whatever the tags hold (:class:`._sizes.Signed` sends
     it as data)."""

@@ -256,8 +256,6 @@ def _gather(name: str, pg: Any, root: int, tensor: Any, gather_list: Any,
     """gather's general path: any tensors, validated, its quick entry stored."""
     src = as_buffer(tensor, op=name, name="tensor")
     dt = mpi_datatype(src.array.dtype)
-    if src.dtype in PLAIN and pg.my_rank != root:
-        QUICK_OFF_ROOT[(src.array.dtype, root, True)] = OffRoot(dt, root, True)
     if pg.my_rank != root:
         if gather_list:
             raise _Value(name, "off_root", "{arg} must be given on the destination rank only "
@@ -265,6 +263,9 @@ def _gather(name: str, pg: Any, root: int, tensor: Any, gather_list: Any,
                          {"arg": "gather_list"}, expected=root, got=pg.my_rank)
         args, sizes = ([src.array, dt], None, root), rooted_sizes(
             name, pg, root, True, src.numel, None, src.dtype)
+        if src.dtype in PLAIN:
+            QUICK_OFF_ROOT[(src.array.dtype, root, True, src.numel)] = OffRoot(dt, root, True,
+                                                                               sizes)
         sig = lambda: {"dtype": src.dtype, "root": root, "mine": src.numel}  # noqa: E731
         if _direct.chosen(pg):
             return _rooted_direct.rooted(name, pg, root, True, src.array, dt, args, sizes,
@@ -289,14 +290,14 @@ def _gather(name: str, pg: Any, root: int, tensor: Any, gather_list: Any,
     if np.may_share_memory(src.view, recv):
         send = send.copy()
     args = ([send, dt], [recv, (counts, _pack.displs(counts)), dt], root)
+    sizes = rooted_sizes(name, pg, root, True, src.numel, counts, src.dtype)
     if src.dtype in PLAIN:
-        _QUICK_GATHER[(send.dtype, send.size, root, *counts)] = RootList(*args[1][1:])
+        _QUICK_GATHER[(send.dtype, send.size, root, *counts)] = RootList(*args[1][1:], sizes)
 
     def finish() -> None:
         if staged:
             _pack.unpack(recv, outs)
 
-    sizes = rooted_sizes(name, pg, root, True, src.numel, counts, src.dtype)
     sig = lambda: {"dtype": src.dtype, "root": root, "mine": src.numel,  # noqa: E731
                    "root_counts": counts}
     if _direct.chosen(pg):
@@ -334,8 +335,6 @@ def _scatter(name: str, pg: Any, root: int, tensor: Any, scatter_list: Any,
     """scatter's general path: any tensors, validated, its quick entry stored."""
     dst = as_buffer(tensor, writable=True, op=name, name="tensor")
     dt = mpi_datatype(dst.array.dtype)
-    if dst.dtype in PLAIN and pg.my_rank != root:
-        QUICK_OFF_ROOT[(dst.array.dtype, root, False)] = OffRoot(dt, root, False)
     if pg.my_rank != root:
         if scatter_list:
             raise _Value(name, "off_root", "{arg} must be given on the source rank only "
@@ -343,6 +342,9 @@ def _scatter(name: str, pg: Any, root: int, tensor: Any, scatter_list: Any,
                          {"arg": "scatter_list"}, expected=root, got=pg.my_rank)
         args, sizes = (None, [dst.array, dt], root), rooted_sizes(
             name, pg, root, False, dst.numel, None, dst.dtype)
+        if dst.dtype in PLAIN:
+            QUICK_OFF_ROOT[(dst.array.dtype, root, False, dst.numel)] = OffRoot(dt, root, False,
+                                                                                sizes)
         sig = lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel}  # noqa: E731
         if _direct.chosen(pg):
             return _rooted_direct.rooted(name, pg, root, False, dst.array, dt, args, sizes,
@@ -365,9 +367,9 @@ def _scatter(name: str, pg: Any, root: int, tensor: Any, scatter_list: Any,
     if np.may_share_memory(send, dst.view):
         send = send.copy()
     args = ([send, (counts, _pack.displs(counts)), dt], [dst.array, dt], root)
-    if dst.dtype in PLAIN:
-        _QUICK_SCATTER[(send.dtype, dst.numel, root, *counts)] = RootList(*args[0][1:])
     sizes = rooted_sizes(name, pg, root, False, dst.numel, counts, dst.dtype)
+    if dst.dtype in PLAIN:
+        _QUICK_SCATTER[(send.dtype, dst.numel, root, *counts)] = RootList(*args[0][1:], sizes)
     sig = lambda: {"dtype": dst.dtype, "root": root, "mine": dst.numel,  # noqa: E731
                    "root_counts": counts}
     if _direct.chosen(pg):

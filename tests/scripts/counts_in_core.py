@@ -3,11 +3,12 @@ more than 8 ranks): MPI's v-collectives carry the data, and their counts go besi
 Each call is made once by the general path, then again with the Python path's call
 refused, so that only the compiled core can make it: all_to_all_single with uneven split
 sizes, all_to_all of chunks and of tensors allocated apart, all_gather into a list of
-chunks of every rank's size, reduce_scatter from a list of chunks. Each result is
-compared with numpy's, each record must say completed; then rank 1 repeats another
-validated call than its peers (SizeMismatch on every rank, the record failed), the same
-for all_gather's list (every rank compares the counts: its data may be left running),
-and the calls after them are right. On numpy arrays and torch tensors; prints one line per
+chunks of every rank's size, reduce_scatter from a list of chunks, gather and scatter of
+every rank's size. Each result is compared with numpy's, each record must say completed;
+then rank 1 repeats another validated call than its peers (SizeMismatch on every rank,
+the record failed), the same for all_gather's list (every rank compares the counts: its
+data may be left running), for gather (the root compares) and scatter (each rank
+compares its own), and the calls after them are right. On numpy arrays and torch tensors; prints one line per
 framework and check (tests/test_core.py reads them)."""
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import torch
 
 import mpicoll as dist
 from mpicoll import _recorder
-from mpicoll._collectives import _call, all_gather, all_to_all, reduce_scatter
+from mpicoll._collectives import _call, _rooted_quick, all_gather, all_to_all, reduce_scatter
 from mpicoll.errors import SizeMismatch
 
 dist.init_process_group()
 rank, n = dist.get_rank(), dist.get_world_size()
 assert dist.new_group(list(range(n))).direct is None, "run with MPICOLL_DIRECT=0"
-QUICK = {m: m.quick for m in (_call, all_to_all, all_gather, reduce_scatter)}
+QUICK = {m: m.quick for m in (_call, all_to_all, all_gather, reduce_scatter, _rooted_quick)}
 
 
 def refused(*args, **kwargs):
@@ -65,6 +66,10 @@ def run(xp):
     summed = new(np.zeros(rank + 1))
     to_sum = new(np.arange(n * (n + 1) // 2, dtype=np.float64) * (rank + 1))
     first = rank * (rank + 1) // 2
+    last = n - 1  # (gather's root; scatter's is rank 0)
+    gathered_at = new(np.zeros(n * (n + 1) // 2))
+    scattered = new(np.zeros(rank + 1))
+    to_scatter = new(np.arange(n * (n + 1) // 2, dtype=np.float64) + 1000)
     calls = [
         ("all_to_all_single", lambda: dist.all_to_all_single(out, x, splits, splits, group=g),
          lambda: numpy_of(out), exchanged),
@@ -80,6 +85,17 @@ def run(xp):
                                      group=g),
          lambda: numpy_of(summed),
          np.arange(first, first + rank + 1, dtype=np.float64) * (n * (n + 1) // 2)),
+        ("gather",  # (uneven sizes: rank j sends j + 1 elements)
+         lambda: dist.gather(mine, pieces(gathered_at, [j + 1 for j in range(n)])
+                             if rank == last else None, dst=last, group=g),
+         lambda: numpy_of(gathered_at if rank == last else mine),
+         np.concatenate([np.full(j + 1, float(j)) for j in range(n)]) if rank == last
+         else np.full(rank + 1, float(rank))),
+        ("scatter",
+         lambda: dist.scatter(scattered, pieces(to_scatter, [j + 1 for j in range(n)])
+                              if rank == 0 else None, src=0, group=g),
+         lambda: numpy_of(scattered),
+         np.arange(first, first + rank + 1, dtype=np.float64) + 1000),
     ]
     wide, narrow = new(np.arange(2 * n)), new(np.arange(n))
     wide_out, narrow_out = new(np.zeros(2 * n)), new(np.zeros(n))
@@ -93,7 +109,7 @@ def run(xp):
     try:
         for _ in range(2):
             for op, call, got, want in calls:
-                for t in (out, gathered, summed, *sep_out):
+                for t in (out, gathered, summed, gathered_at, scattered, *sep_out):
                     t[...] = -1.0
                 call()
                 np.testing.assert_array_equal(got(), want, err_msg=op)
@@ -124,6 +140,27 @@ def run(xp):
         else:
             raise AssertionError("no SizeMismatch")
         print(f"{xp}: relayed, SizeMismatch: {said}", flush=True)
+        # gather's counts compared on the root, scatter's on each rank: rank 1 repeats
+        # the other validated call, and the rank that compares raises
+        ones, twos = new(np.zeros(n)), new(np.zeros(2 * n))
+        for k, at in ((1, ones), (2, twos)):
+            dist.gather(new(np.ones(k)), pieces(at, [k] * n) if rank == 0 else None, dst=0,
+                        group=g)
+            dist.scatter(new(np.zeros(k)), pieces(at, [k] * n) if rank == 0 else None, src=0,
+                         group=g)
+        k = 2 if rank == 1 else 1
+        for op, call in (("gather", lambda: dist.gather(
+                              new(np.ones(k)), pieces(ones, [1] * n) if rank == 0 else None,
+                              dst=0, group=g)),
+                         ("scatter", lambda: dist.scatter(
+                              new(np.zeros(k)), pieces(ones, [1] * n) if rank == 0 else None,
+                              src=0, group=g))):
+            try:
+                call()
+            except SizeMismatch as e:
+                print(f"{xp}: {op} compared here, SizeMismatch: {e}", flush=True)
+            else:
+                assert rank != (0 if op == "gather" else 1), f"{op}: no SizeMismatch"
         for op, call, got, want in calls:  # (and the group goes on, right)
             call()
             np.testing.assert_array_equal(got(), want, err_msg=op)
