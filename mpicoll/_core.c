@@ -1834,6 +1834,8 @@ typedef struct {
     int few[4 * FEW_RANKS];
     int *mem;               /* the PyMem block, or NULL */
     PyObject *held;         /* bytes the four arrays were moved into (vcall_hold), or NULL */
+    PyObject *packed;       /* bytes a list of tensors apart was packed into, sent from, or
+                             * NULL */
     MPI_Datatype dt;
     MPI_Op op;
 } VCall;
@@ -1847,7 +1849,7 @@ static int vcall_new(VCall *v, int kind, MPI_Datatype dt, int n) {
     v->kind = kind;
     v->root = v->scount = v->rcount = 0;
     v->sb = v->rb = NULL;
-    v->held = NULL;
+    v->held = v->packed = NULL;
     v->dt = dt;
     v->op = MPI_OP_NULL;
     return vcall_room(v, n);
@@ -1881,6 +1883,7 @@ static void vcall_done(VCall *v) {
     if (v->mem != NULL) PyMem_Free(v->mem);
     v->mem = NULL;
     Py_CLEAR(v->held);
+    Py_CLEAR(v->packed);
 }
 
 /* The counts beside a v-collective's data (mpicoll/_collectives/_sizes.py), as
@@ -2306,7 +2309,8 @@ static PyObject *vcall_run(VCall *v, PyObject *op, PyObject *group, PyObject *dt
             8, e, PyMPIRequest_New(req), creq,
             Py_NewRef(c->started ? c->recvobj : Py_None),
             Py_NewRef(c->ring != NULL ? c->ring : Py_None), PyLong_FromSsize_t(c->slot),
-            PyLong_FromLongLong(seq), Py_NewRef(v->held));
+            PyLong_FromLongLong(seq),
+            v->packed != NULL ? PyTuple_Pack(2, v->held, v->packed) : Py_NewRef(v->held));
         result = left == NULL ? NULL
                               : tuple_of(4, Py_NewRef(hit), Py_NewRef(first),
                                          Py_NewRef(second), left);
@@ -3168,8 +3172,9 @@ fail:
 /* listed_in's MPI collective, where the core makes it: all_gather's list (`writes`,
  * entry ("Iallgather" or "Iallgatherv", None, the receive count or (counts,
  * displacements), datatype, None, sizes)) from the array `a` into the list of layout
- * `lay`, or reduce_scatter's list of chunks (entry ("Ireduce_scatter_block" or
- * "Ireduce_scatter", the count or the counts, datatype, op, sizes)) into `a`: `v` made
+ * `lay`, or reduce_scatter's list (entry ("Ireduce_scatter_block" or "Ireduce_scatter",
+ * the count or the counts, datatype, op, sizes)) into `a`, its tensors packed end to end
+ * (into v->packed) where they lie apart, as the Python path's pack: `v` made
  * for vcall_run (all_gather's: v->kind V_ALLGATHER or V_ALLGATHERV), with the record's
  * arguments in *meta (a new reference, or NULL) and the elements received in *count.
  * 1 (made), 0 (another entry: the caller makes the call), or -1 with an error. */
@@ -3180,8 +3185,7 @@ static int listed_v_make(PyObject *hit, PyArrayObject *a, PyObject *lay, int n, 
     int gathers = writes && size == 6 && (kind == V_ALLGATHER || kind == V_ALLGATHERV) &&
         PyTuple_GET_ITEM(hit, 1) == Py_None && PyTuple_GET_ITEM(hit, 4) == Py_None;
     int scatters = !writes && size == 5 &&
-        (kind == V_REDUCE_SCATTER_BLOCK || kind == V_REDUCE_SCATTER) &&
-        LAY(lay, L_END_TO_END) == Py_True;
+        (kind == V_REDUCE_SCATTER_BLOCK || kind == V_REDUCE_SCATTER);
     if (!gathers && !scatters) return 0;
     if (PyArray_SIZE(a) > INT_MAX) return 0;
     PyObject *dtobj = PyTuple_GET_ITEM(hit, gathers ? 3 : 2);
@@ -3218,13 +3222,30 @@ static int listed_v_make(PyObject *hit, PyArrayObject *a, PyObject *lay, int n, 
                              PyTuple_New(0));
             if (*meta == NULL) goto fail;
         }
-    } else { /* the list's area, end to end, reduced and scattered into a */
+    } else { /* the list's area, end to end (packed where its tensors lie apart), reduced
+              * and scattered into a */
         MPI_Op *mop = PyMPIOp_Get(PyTuple_GET_ITEM(hit, 3));
         if (mop == NULL) goto fail;
         v->op = *mop;
-        long long start = PyLong_AsLongLong(LAY(lay, L_START));
-        if (start == -1 && PyErr_Occurred()) goto fail;
-        v->sb = (void *)(intptr_t)start;
+        if (LAY(lay, L_END_TO_END) == Py_True) {
+            long long start = PyLong_AsLongLong(LAY(lay, L_START));
+            if (start == -1 && PyErr_Occurred()) goto fail;
+            v->sb = (void *)(intptr_t)start;
+        } else {
+            PyObject *arrays = LAY(lay, L_ARRAYS);
+            Py_ssize_t total = 0;
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(arrays); i++)
+                total += PyArray_NBYTES((PyArrayObject *)PyList_GET_ITEM(arrays, i));
+            if ((v->packed = PyBytes_FromStringAndSize(NULL, total)) == NULL) goto fail;
+            char *at = PyBytes_AS_STRING(v->packed);
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(arrays); i++) {
+                PyArrayObject *x = (PyArrayObject *)PyList_GET_ITEM(arrays, i);
+                if (PyArray_NBYTES(x) > 0)
+                    memcpy(at, PyArray_DATA(x), (size_t)PyArray_NBYTES(x));
+                at += PyArray_NBYTES(x);
+            }
+            v->sb = PyBytes_AS_STRING(v->packed);
+        }
         v->rb = PyArray_DATA(a);
         if (kind == V_REDUCE_SCATTER_BLOCK) {
             long c = PyLong_AsLong(given);
@@ -3736,8 +3757,9 @@ static PyObject *listed_in(PyObject *op, PyObject *group, PyObject *tensor,
         if (made < 0) goto out;
         if (made) {
             int gathers = v.kind == V_ALLGATHER || v.kind == V_ALLGATHERV;
-            listed_remember(table, version, n, how, head, hit, arr, lay, &v, meta, count,
-                            NULL);
+            if (v.packed == NULL) /* (a packed call packs again: not remembered) */
+                listed_remember(table, version, n, how, head, hit, arr, lay, &v, meta, count,
+                                NULL);
             result = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, gathers ? 3 : 2), meta,
                                count, spin, tensor, tensors, hit, a, lay,
                                PyTuple_GET_ITEM(hit, gathers ? 5 : 4));

@@ -3,7 +3,8 @@ more than 8 ranks): MPI's v-collectives carry the data, and their counts go besi
 Each call is made once by the general path, then again with the Python path's call
 refused, so that only the compiled core can make it: all_to_all_single with uneven split
 sizes, all_to_all of chunks and of tensors allocated apart, all_gather into a list of
-chunks of every rank's size, reduce_scatter from a list of chunks, gather and scatter of
+chunks of every rank's size, reduce_scatter from a list of chunks and from tensors
+allocated apart (packed), gather and scatter of
 every rank's size. Each result is compared with numpy's, each record must say completed;
 then rank 1 repeats another validated call than its peers (SizeMismatch on every rank,
 the record failed), the same for all_gather's list (every rank compares the counts: its
@@ -70,6 +71,8 @@ def run(xp):
     gathered_at = new(np.zeros(n * (n + 1) // 2))
     scattered = new(np.zeros(rank + 1))
     to_scatter = new(np.arange(n * (n + 1) // 2, dtype=np.float64) + 1000)
+    to_sum_apart = [new(np.arange(j + 1, dtype=np.float64) * (rank + 1)) for j in range(n)]
+    summed_apart = new(np.zeros(rank + 1))
     calls = [
         ("all_to_all_single", lambda: dist.all_to_all_single(out, x, splits, splits, group=g),
          lambda: numpy_of(out), exchanged),
@@ -85,6 +88,10 @@ def run(xp):
                                      group=g),
          lambda: numpy_of(summed),
          np.arange(first, first + rank + 1, dtype=np.float64) * (n * (n + 1) // 2)),
+        ("reduce_scatter",  # (tensors allocated one by one: packed)
+         lambda: dist.reduce_scatter(summed_apart, to_sum_apart, group=g),
+         lambda: numpy_of(summed_apart),
+         np.arange(rank + 1, dtype=np.float64) * (n * (n + 1) // 2)),
         ("gather",  # (uneven sizes: rank j sends j + 1 elements)
          lambda: dist.gather(mine, pieces(gathered_at, [j + 1 for j in range(n)])
                              if rank == last else None, dst=last, group=g),
@@ -109,7 +116,8 @@ def run(xp):
     try:
         for _ in range(2):
             for op, call, got, want in calls:
-                for t in (out, gathered, summed, gathered_at, scattered, *sep_out):
+                for t in (out, gathered, summed, summed_apart, gathered_at, scattered,
+                          *sep_out):
                     t[...] = -1.0
                 call()
                 np.testing.assert_array_equal(got(), want, err_msg=op)
@@ -140,6 +148,20 @@ def run(xp):
         else:
             raise AssertionError("no SizeMismatch")
         print(f"{xp}: relayed, SizeMismatch: {said}", flush=True)
+        # and where the list is packed first (reduce_scatter of tensors allocated apart:
+        # the packed bytes are kept with data MPI may still read)
+        for k in (2, 3):
+            dist.reduce_scatter(new(np.zeros(k)), [new(np.ones(k)) for _ in range(n)],
+                                group=g)
+        k = 3 if rank == 1 else 2
+        try:
+            dist.reduce_scatter(new(np.zeros(k)), [new(np.ones(k)) for _ in range(n)],
+                                group=g)
+        except SizeMismatch as e:
+            said = str(e)
+        else:
+            raise AssertionError("no SizeMismatch")
+        print(f"{xp}: packed, SizeMismatch: {said}", flush=True)
         # gather's counts compared on the root, scatter's on each rank: rank 1 repeats
         # the other validated call, and the rank that compares raises
         ones, twos = new(np.zeros(n)), new(np.zeros(2 * n))
