@@ -2936,10 +2936,10 @@ static int layout_ready(void) {
 /* Where a list's tensors lie, as mpicoll/_collectives/_layout.py's layout() makes it
  * (the same rules, the same Layout; Python's is the path without the core):
  * layout(xs, writable, quickers, most) with xs a list or tuple, returns its Layout, or
- * None where the quick path does not serve the list: a tensor that is not a C-contiguous numpy array (aligned and
- * writable where `writable`) or a quick view (`quickers`), dtypes that differ, no
- * element at all, tensors not a whole number of elements apart, a span of more than
- * `most` elements, or written tensors that share memory. */
+ * None where the quick path does not serve the list: a tensor that is not a C-contiguous
+ * numpy array (aligned and writable where `writable`) or a quick view (`quickers`),
+ * dtypes that differ, no element at all, tensors not a whole number of elements apart, a
+ * span of more than `most` elements, or written tensors that share memory. */
 typedef struct {
     long long lo, hi;
 } Piece;
@@ -3393,38 +3393,100 @@ static PyObject *laid(PyObject *result, Py_ssize_t i, PyObject *xs, int writable
     return t;
 }
 
-/* all_to_all's lists as the last call lists() made of them left them (ListsMemo's kinds:
- * the group's kept Plan of direct messages, at key parts s_at and r_at; or MPI's
- * Alltoallv `v`, its record's `meta` and `count` received). */
+/* A call as a memo remembers it (the part ListsMemo and ListedMemo share): the entry
+ * `hit` of `table`, found at the table's version `version`, on a group of `n` ranks;
+ * made as the group's kept Plan of direct messages (`direct`: the memo holds its key
+ * parts) or as MPI's v-collective `v`, with its record's `meta` and the `count` of
+ * elements it receives. */
 typedef struct {
-    PyObject *table, *hit, *meta, *s_at, *r_at; /* held; table NULL: nothing remembered */
+    PyObject *table, *hit, *meta; /* held; table NULL: nothing remembered */
     uint64_t version;
     unsigned long fills; /* how many times filled or forgotten */
-    Py_ssize_t n, rank;
+    Py_ssize_t n;
     int direct;
     VCall v;
     long long count;
+} Remembered;
+
+static void remembered_forget(Remembered *r) {
+    PyObject *old[3] = {r->table, r->hit, r->meta};
+    r->fills++;
+    r->table = r->hit = r->meta = NULL;
+    vcall_done(&r->v);
+    r->v = (VCall){0};
+    for (int i = 0; i < 3; i++) Py_XDECREF(old[i]);
+}
+
+/* `r` set to remember the call (as Remembered says; v NULL: direct messages): 0, or -1
+ * with an error (r left forgotten) */
+static int remembered_set(Remembered *r, PyObject *table, uint64_t version, Py_ssize_t n,
+                          PyObject *hit, const VCall *v, PyObject *meta, long long count) {
+    if (v != NULL && vcall_copy(&r->v, v) < 0) return -1;
+    r->hit = Py_NewRef(hit);
+    r->meta = Py_XNewRef(meta);
+    r->direct = v == NULL;
+    r->version = version;
+    r->n = n;
+    r->count = count;
+    r->table = Py_NewRef(table);
+    return 0;
+}
+
+#ifdef DICT_VERSIONS
+/* Whether `r` may hold the call on `table` for a group of `n` ranks: it remembers one
+ * there, the table has not changed since, and a record's arguments are at hand where
+ * the recorder is on */
+static int remembered_for(const Remembered *r, PyObject *table, Py_ssize_t n) {
+    return r->table == table && r->n == n &&
+        ((PyDictObject *)table)->ma_version_tag == r->version &&
+        !(capacity > 0 && !r->direct && r->meta == NULL);
+}
+#endif
+
+/* The v-collective `r` remembers, run again (vcall_run) with its entry's datatype and
+ * Sizes at hit[dt_at] and hit[sizes_at], keeping `keep_a` and `keep_b`; `first` and
+ * `second` as vcall_run hands them back (None: a layout, given by laid()). `hit` is held
+ * by the caller: while the call waits, another thread may fill the memo anew. */
+static PyObject *remembered_run(const Remembered *r, PyObject *hit, Py_ssize_t dt_at,
+                                Py_ssize_t sizes_at, PyObject *op, PyObject *group,
+                                long spin, PyObject *keep_a, PyObject *keep_b,
+                                PyObject *first, PyObject *second) {
+    VCall v;
+    long long count = r->count;
+    PyObject *meta = capacity > 0 ? Py_NewRef(r->meta) : NULL;
+    if (vcall_copy(&v, &r->v) < 0) {
+        Py_XDECREF(meta);
+        return NULL;
+    }
+    return vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, dt_at), meta, count, spin, keep_a,
+                     keep_b, hit, first, second, PyTuple_GET_ITEM(hit, sizes_at));
+}
+
+/* all_to_all's lists as the last call lists() made of them left them: the call, on this
+ * `rank`, the kept Plan's key parts s_at and r_at where it is direct messages, and the
+ * two lists. */
+typedef struct {
+    Remembered r;
+    PyObject *s_at, *r_at; /* held */
+    Py_ssize_t rank;
     ListSeen outs, ins;
 } ListsMemo;
 
 static ListsMemo lists_memo;
 
 static void lists_forget(ListsMemo *m) {
-    PyObject *old[5] = {m->table, m->hit, m->meta, m->s_at, m->r_at};
-    m->fills++;
-    m->table = m->hit = m->meta = m->s_at = m->r_at = NULL;
-    vcall_done(&m->v);
-    m->v = (VCall){0};
+    PyObject *old[2] = {m->s_at, m->r_at};
+    remembered_forget(&m->r);
+    m->s_at = m->r_at = NULL;
     list_seen_clear(&m->outs);
     list_seen_clear(&m->ins);
-    for (int i = 0; i < 5; i++) Py_XDECREF(old[i]);
+    for (int i = 0; i < 2; i++) Py_XDECREF(old[i]);
 }
 
-/* What lists() made of a call remembered (lists_memo): the entry `hit` of `table`, found
- * at its version `version`, on a group of `n` ranks of which this is `rank`, for lists of
- * layouts `outl` and `inl`; MPI's Alltoallv `v` (with `meta`, `count`) or, v NULL, the
- * kept Plan's key parts s_at and r_at. Nothing is remembered where that fails (its error
- * cleared: the call goes on). */
+/* What lists() made of a call remembered (lists_memo): as Remembered says, on this
+ * `rank`, for lists of layouts `outl` and `inl`, with the kept Plan's key parts s_at and
+ * r_at where v is NULL. Nothing is remembered where that fails (its error cleared: the
+ * call goes on). */
 static void lists_remember(PyObject *table, uint64_t version, Py_ssize_t n, Py_ssize_t rank,
                            PyObject *hit, const VCall *v, PyObject *meta, long long count,
                            PyObject *s_at, PyObject *r_at, PyObject *outl, PyObject *inl) {
@@ -3433,22 +3495,15 @@ static void lists_remember(PyObject *table, uint64_t version, Py_ssize_t n, Py_s
     lists_forget(m);
     int ok = list_seen_fill(&m->outs, outl);
     if (ok > 0) ok = list_seen_fill(&m->ins, inl);
-    if (ok > 0 && v != NULL && vcall_copy(&m->v, v) < 0) ok = -1;
+    if (ok > 0 && remembered_set(&m->r, table, version, n, hit, v, meta, count) < 0) ok = -1;
     if (ok <= 0) {
         PyErr_Clear();
         lists_forget(m);
         return;
     }
-    m->hit = Py_NewRef(hit);
-    m->meta = Py_XNewRef(meta);
-    m->direct = v == NULL;
     m->s_at = Py_XNewRef(s_at);
     m->r_at = Py_XNewRef(r_at);
-    m->version = version;
-    m->n = n;
     m->rank = rank;
-    m->count = count;
-    m->table = Py_NewRef(table);
 #else
     (void)table, (void)version, (void)n, (void)rank, (void)hit, (void)v, (void)meta;
     (void)count, (void)s_at, (void)r_at, (void)outl, (void)inl;
@@ -3462,34 +3517,25 @@ static PyObject *lists_again(PyObject *op, PyObject *group, PyObject *outs, PyOb
                              Py_ssize_t rank, long spin) {
 #ifdef DICT_VERSIONS
     ListsMemo *m = &lists_memo;
-    if (m->table != table || m->n != n || m->rank != rank ||
-        ((PyDictObject *)table)->ma_version_tag != m->version ||
-        (capacity > 0 && !m->direct && m->meta == NULL))
-        Py_RETURN_FALSE;
-    unsigned long was = m->fills;
-    int same = list_seen_same(&m->outs, outs, 1, quickers, &m->fills, was, -1, NULL);
-    if (same > 0) same = list_seen_same(&m->ins, ins, 0, quickers, &m->fills, was, -1, NULL);
-    if (same <= 0 || m->fills != was) return same < 0 ? NULL : Py_NewRef(Py_False);
+    if (!remembered_for(&m->r, table, n) || m->rank != rank) Py_RETURN_FALSE;
+    const unsigned long *fills = &m->r.fills;
+    unsigned long was = *fills;
+    int same = list_seen_same(&m->outs, outs, 1, quickers, fills, was, -1, NULL);
+    if (same > 0) same = list_seen_same(&m->ins, ins, 0, quickers, fills, was, -1, NULL);
+    if (same <= 0 || *fills != was) return same < 0 ? NULL : Py_NewRef(Py_False);
     /* (what the run uses, taken now: while it waits, another thread may fill the memo) */
-    PyObject *hit = Py_NewRef(m->hit), *result = NULL;
-    if (m->direct) {
+    PyObject *hit = Py_NewRef(m->r.hit), *result = NULL;
+    if (m->r.direct) {
         PyObject *s_at = Py_NewRef(m->s_at), *r_at = Py_NewRef(m->r_at);
         PyObject *keep = PyTuple_Pack(2, outs, ins);
         if (keep != NULL) result = kept_messages(op, group, hit, s_at, r_at, spin, keep, 0);
         Py_XDECREF(keep);
         Py_DECREF(s_at);
         Py_DECREF(r_at);
-    } else {
-        VCall v;
-        long long count = m->count;
-        PyObject *meta = capacity > 0 ? Py_NewRef(m->meta) : NULL;
-        if (vcall_copy(&v, &m->v) < 0) {
-            Py_XDECREF(meta);
-        } else {
-            result = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, 3), meta, count, spin,
-                               outs, ins, hit, Py_None, Py_None, PyTuple_GET_ITEM(hit, 5));
-            result = laid(laid(result, 1, outs, 1, quickers), 2, ins, 0, quickers);
-        }
+    } else { /* (the entry: lists_v_make's) */
+        result = remembered_run(&m->r, hit, 3, 5, op, group, spin, outs, ins, Py_None,
+                                Py_None);
+        result = laid(laid(result, 1, outs, 1, quickers), 2, ins, 0, quickers);
     }
     Py_DECREF(hit);
     return result;
@@ -3500,19 +3546,16 @@ static PyObject *lists_again(PyObject *op, PyObject *group, PyObject *outs, PyOb
 #endif
 }
 
-/* all_gather's or reduce_scatter's list as the last call listed_in made of it left it
- * (ListsMemo's, for one tensor and a list: `how`, `head` and the tensor's array as the
- * quick path takes it: its descriptor object, address and element count; the kept
- * Plan's key part `at` for the list, or MPI's v-collective `v`). */
+/* all_gather's, reduce_scatter's, gather's or scatter's list as the last call listed_in
+ * (or rooted()) made of it left it: the call, taken as `how` says with `head`, the
+ * tensor's array as the quick path takes it (its descriptor object, address and element
+ * count), the kept Plan's key part `at` for the list where it is direct messages, and
+ * the list. */
 typedef struct {
-    PyObject *table, *hit, *meta, *head, *at, *descr; /* held; table NULL: none */
-    uint64_t version;
-    unsigned long fills;
-    Py_ssize_t n;
-    int how, direct;
+    Remembered r;
+    PyObject *head, *at, *descr; /* held */
+    int how;
     long long addr, size;
-    VCall v;
-    long long count;
     ListSeen list;
 } ListedMemo;
 
@@ -3526,7 +3569,7 @@ static int listed_victim; /* the slot filled next where no slot is the table's *
  * `fill`, the one to fill (that slot, else the next in turn); NULL: none. */
 static ListedMemo *listed_memo(PyObject *table, int how, int fill) {
     for (int i = 0; i < LISTED_MEMOS; i++)
-        if (listed_memos[i].table == table && listed_memos[i].how == how)
+        if (listed_memos[i].r.table == table && listed_memos[i].how == how)
             return &listed_memos[i];
     if (!fill) return NULL;
     listed_victim = (listed_victim + 1) % LISTED_MEMOS;
@@ -3534,18 +3577,16 @@ static ListedMemo *listed_memo(PyObject *table, int how, int fill) {
 }
 
 static void listed_forget(ListedMemo *m) {
-    PyObject *old[6] = {m->table, m->hit, m->meta, m->head, m->at, m->descr};
-    m->fills++;
-    m->table = m->hit = m->meta = m->head = m->at = m->descr = NULL;
-    vcall_done(&m->v);
-    m->v = (VCall){0};
+    PyObject *old[3] = {m->head, m->at, m->descr};
+    remembered_forget(&m->r);
+    m->head = m->at = m->descr = NULL;
     list_seen_clear(&m->list);
-    for (int i = 0; i < 6; i++) Py_XDECREF(old[i]);
+    for (int i = 0; i < 3; i++) Py_XDECREF(old[i]);
 }
 
-/* What listed_in made of a call remembered (listed_memo), as lists_remember: for the
- * array `a` and the list of layout `lay`, MPI's v-collective `v` or, v NULL, the kept
- * Plan's key part `at`. */
+/* What listed_in (or rooted()) made of a call remembered (listed_memos), as
+ * lists_remember: for the array `a` and the list of layout `lay`, with the kept Plan's
+ * key part `at` where v is NULL. */
 static void listed_remember(PyObject *table, uint64_t version, Py_ssize_t n, int how,
                             PyObject *head, PyObject *hit, PyArrayObject *a, PyObject *lay,
                             const VCall *v, PyObject *meta, long long count, PyObject *at) {
@@ -3553,25 +3594,18 @@ static void listed_remember(PyObject *table, uint64_t version, Py_ssize_t n, int
     ListedMemo *m = listed_memo(table, how, 1);
     listed_forget(m);
     int ok = list_seen_fill(&m->list, lay);
-    if (ok > 0 && v != NULL && vcall_copy(&m->v, v) < 0) ok = -1;
+    if (ok > 0 && remembered_set(&m->r, table, version, n, hit, v, meta, count) < 0) ok = -1;
     if (ok <= 0) {
         PyErr_Clear();
         listed_forget(m);
         return;
     }
-    m->hit = Py_NewRef(hit);
-    m->meta = Py_XNewRef(meta);
+    m->how = how;
     m->head = Py_NewRef(head);
     m->at = Py_XNewRef(at);
     m->descr = Py_NewRef((PyObject *)PyArray_DESCR(a));
     m->addr = (long long)(intptr_t)PyArray_DATA(a);
     m->size = (long long)PyArray_SIZE(a);
-    m->direct = v == NULL;
-    m->version = version;
-    m->n = n;
-    m->how = how;
-    m->count = count;
-    m->table = Py_NewRef(table);
 #else
     (void)table, (void)version, (void)n, (void)how, (void)head, (void)hit, (void)a;
     (void)lay, (void)v, (void)meta, (void)count, (void)at;
@@ -3583,7 +3617,7 @@ static void listed_remember(PyObject *table, uint64_t version, Py_ssize_t n, int
  * tensor's); the list's entry at head[0] must have the tensor's shape. */
 enum { WRITES_LIST = 1, LIST_FIRST = 2, SAME_SHAPE = 4 };
 
-/* listed_in's call again where it is the call listed_memo remembers (with the same
+/* listed_in's call again where it is the call listed_memos remember (with the same
  * shapes where `how` asks for them: they are not part of what a memo compares), run as
  * it was made. Returns False where it is not, else what listed_in returns. */
 static PyObject *listed_again(PyObject *op, PyObject *group, PyObject *tensor,
@@ -3591,12 +3625,11 @@ static PyObject *listed_again(PyObject *op, PyObject *group, PyObject *tensor,
                               PyObject *quickers, Py_ssize_t n, long spin) {
 #ifdef DICT_VERSIONS
     ListedMemo *m = listed_memo(table, how, 0);
-    if (m == NULL || m->n != n || !same_part(m->head, head) ||
-        ((PyDictObject *)table)->ma_version_tag != m->version ||
-        (capacity > 0 && !m->direct && m->meta == NULL))
+    if (m == NULL || !remembered_for(&m->r, table, n) || !same_part(m->head, head))
         Py_RETURN_FALSE;
     int writes = how & WRITES_LIST;
-    unsigned long was = m->fills;
+    const unsigned long *fills = &m->r.fills;
+    unsigned long was = *fills;
     PyObject *a = quick_array(tensor, !writes, quickers), *mine = NULL, *result = NULL;
     if (a == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
     PyArrayObject *arr = (PyArrayObject *)a;
@@ -3606,41 +3639,34 @@ static PyObject *listed_again(PyObject *op, PyObject *group, PyObject *tensor,
         if (at == -1 && PyErr_Occurred()) goto out;
         if (at < 0 || at >= n) goto not;
     }
-    int same = m->fills == was && (PyObject *)PyArray_DESCR(arr) == m->descr &&
+    int same = *fills == was && (PyObject *)PyArray_DESCR(arr) == m->descr &&
         (long long)(intptr_t)PyArray_DATA(arr) == m->addr &&
         (long long)PyArray_SIZE(arr) == m->size;
-    if (same)
-        same = list_seen_same(&m->list, tensors, writes, quickers, &m->fills, was, at, &mine);
+    if (same) same = list_seen_same(&m->list, tensors, writes, quickers, fills, was, at, &mine);
     if (same < 0) goto out;
-    if (!same || m->fills != was) goto not;
+    if (!same || *fills != was) goto not;
     if (mine != NULL && (PyArray_NDIM((PyArrayObject *)mine) != PyArray_NDIM(arr) ||
                          !PyArray_CompareLists(PyArray_DIMS((PyArrayObject *)mine),
                                                PyArray_DIMS(arr), PyArray_NDIM(arr))))
         goto not; /* (the general path's check of the shapes says what is wrong) */
     /* (what the run uses, taken now: while it waits, another thread may fill the memo) */
-    PyObject *hit = Py_NewRef(m->hit);
-    if (m->direct) {
+    PyObject *hit = Py_NewRef(m->r.hit);
+    if (m->r.direct) {
         PyObject *where = Py_NewRef(m->at), *keep = PyTuple_Pack(2, tensor, tensors);
         if (keep != NULL)
             result = how & LIST_FIRST ? kept_messages(op, group, hit, where, a, spin, keep, 0)
                                       : kept_messages(op, group, hit, a, where, spin, keep, 0);
         Py_XDECREF(keep);
         Py_DECREF(where);
-    } else {
-        VCall v;
-        long long count = m->count;
-        int kind = m->v.kind, rooted = kind == V_GATHERV || kind == V_SCATTERV;
+    } else { /* (the entry's datatype and Sizes: where rooted_v_make, or listed_v_make for
+              * all_gather's and reduce_scatter's, finds them) */
+        int kind = m->r.v.kind;
+        int rooted = kind == V_GATHERV || kind == V_SCATTERV;
         int gathers = kind == V_ALLGATHER || kind == V_ALLGATHERV;
-        PyObject *meta = capacity > 0 ? Py_NewRef(m->meta) : NULL;
-        if (vcall_copy(&v, &m->v) < 0) {
-            Py_XDECREF(meta);
-        } else { /* (the entry's datatype and Sizes where listed_v_make and rooted_v_make
-                  * find them) */
-            result = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, rooted ? 1 : gathers ? 3 : 2),
-                               meta, count, spin, tensor, tensors, hit, a, Py_None,
-                               PyTuple_GET_ITEM(hit, rooted ? 2 : gathers ? 5 : 4));
-            result = laid(result, 2, tensors, writes, quickers);
-        }
+        result = remembered_run(&m->r, hit, rooted ? 1 : gathers ? 3 : 2,
+                                rooted ? 2 : gathers ? 5 : 4, op, group, spin, tensor, tensors,
+                                a, Py_None);
+        result = laid(result, 2, tensors, writes, quickers);
     }
     Py_DECREF(hit);
     goto out;
