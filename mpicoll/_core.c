@@ -1815,21 +1815,22 @@ static PyObject *exchange_meta(PyObject *hit) {
     return meta;
 }
 
-/* MPI's collectives whose counts differ by rank (the v-collectives), as a quick entry
- * describes them where no counts travel beside the data (one rank alone, or the check
- * off) and no own block is copied: all_to_all_single with split sizes and all_to_all's
- * lists (Alltoallv), all_gather's list (Allgather, Allgatherv), reduce_scatter's list of
- * chunks (Reduce_scatter_block, Reduce_scatter), and on one process gather's and scatter's
- * root list (Gatherv, Scatterv). Counts and displacements in elements of `dt`, one a
- * rank. */
+/* MPI's collectives as a quick entry describes them where no own block is copied, made
+ * with their counts (or signature) beside them where the entry holds a Sizes (vcall_run):
+ * the v-collectives, whose counts differ by rank (all_to_all_single with split sizes and
+ * all_to_all's lists: Alltoallv; all_gather's list: Allgather, Allgatherv;
+ * reduce_scatter's list: Reduce_scatter_block, Reduce_scatter; gather's and scatter's:
+ * Gatherv, Scatterv), and the tensor forms where their signature goes beside them
+ * (Alltoall, Allgather, Reduce_scatter_block: exchange_signed). Counts and displacements
+ * in elements of `dt`, one a rank. */
 enum { V_ALLTOALLV, V_ALLGATHER, V_ALLGATHERV, V_REDUCE_SCATTER_BLOCK, V_REDUCE_SCATTER,
-       V_GATHERV, V_SCATTERV };
+       V_GATHERV, V_SCATTERV, V_ALLTOALL };
 #define FEW_RANKS 64
 typedef struct {
     int kind, n, root;
     void *sb, *rb;
-    int scount, rcount; /* ALLGATHER(V), GATHERV: scount sent; ALLGATHER,
-                         * REDUCE_SCATTER_BLOCK, SCATTERV: rcount received */
+    int scount, rcount; /* ALLTOALL, ALLGATHER(V), GATHERV: scount sent; ALLTOALL,
+                         * ALLGATHER, REDUCE_SCATTER_BLOCK, SCATTERV: rcount received */
     int *sc, *sd, *rc, *rd; /* one a rank (into few[], or PyMem where more ranks) */
     int few[4 * FEW_RANKS];
     int *mem;               /* the PyMem block, or NULL */
@@ -2173,6 +2174,10 @@ static int vcall_post(const VCall *v, MPI_Comm comm, int blocking, MPI_Request *
                                         comm)
                         : MPI_Ialltoallv(v->sb, v->sc, v->sd, v->dt, v->rb, v->rc, v->rd,
                                          v->dt, comm, req);
+    case V_ALLTOALL:
+        return blocking ? MPI_Alltoall(v->sb, v->scount, v->dt, v->rb, v->rcount, v->dt, comm)
+                        : MPI_Ialltoall(v->sb, v->scount, v->dt, v->rb, v->rcount, v->dt, comm,
+                                        req);
     case V_ALLGATHER:
         return blocking ? MPI_Allgather(v->sb, v->scount, v->dt, v->rb, v->rcount, v->dt, comm)
                         : MPI_Iallgather(v->sb, v->scount, v->dt, v->rb, v->rcount, v->dt, comm,
@@ -2456,6 +2461,53 @@ out:
     return NULL;
 }
 
+/* exchange()'s tensor forms (`kind`: ALLTOALL, ALLGATHER, REDUCE_SCATTER_BLOCK) where
+ * their signature goes beside the data (entry `hit` = (method, send count, receive count,
+ * datatype, (op,) or None, None, sizes): more than 8 ranks, or a group without messages
+ * of its own), as the v-collective of the same call (vcall_run). Returns as exchange_v. */
+static PyObject *exchange_signed(int kind, PyObject *op, PyObject *group, PyObject *hit,
+                                 PyArrayObject *s, PyArrayObject *r, PyObject *spinobj,
+                                 PyObject *output, PyObject *input) {
+    long spin = PyLong_AsLong(spinobj);
+    long long sc = PyLong_AsLongLong(PyTuple_GET_ITEM(hit, 1));
+    long long rc = PyLong_AsLongLong(PyTuple_GET_ITEM(hit, 2));
+    MPI_Datatype *dt = PyErr_Occurred() ? NULL : PyMPIDatatype_Get(PyTuple_GET_ITEM(hit, 3));
+    if (dt == NULL) return NULL;
+    if (sc < 0 || rc < 0 || sc > INT_MAX || rc > INT_MAX) Py_RETURN_FALSE;
+    MPI_Op mop = MPI_OP_NULL;
+    if (kind == REDUCE_SCATTER_BLOCK) {
+        PyObject *after = PyTuple_GET_ITEM(hit, 4);
+        MPI_Op *given = PyTuple_Check(after) && PyTuple_GET_SIZE(after) == 1
+            ? PyMPIOp_Get(PyTuple_GET_ITEM(after, 0)) : NULL;
+        if (given == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "exchange: a reduce_scatter entry's op");
+            return NULL;
+        }
+        mop = *given;
+    }
+    PyObject *sizeobj = group_get(group, G_SIZE);
+    if (sizeobj == NULL) return NULL;
+    long n = PyLong_AsLong(sizeobj);
+    Py_DECREF(sizeobj);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n <= 0 || n > INT_MAX) Py_RETURN_FALSE;
+    VCall v; /* (its arrays unused: the group's size, for the counts beside it) */
+    int vkind = kind == ALLTOALL ? V_ALLTOALL : kind == ALLGATHER ? V_ALLGATHER
+                                                                  : V_REDUCE_SCATTER_BLOCK;
+    if (vcall_new(&v, vkind, *dt, (int)n) < 0) return NULL;
+    memset(v.sc, 0, sizeof(int) * 4 * (size_t)n);
+    v.sb = PyArray_DATA(s), v.rb = PyArray_DATA(r);
+    v.scount = (int)sc, v.rcount = (int)rc, v.op = mop;
+    PyObject *meta = NULL;
+    if (capacity > 0 && (meta = exchange_meta(hit)) == NULL) {
+        vcall_done(&v);
+        return NULL;
+    }
+    return vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, 3), meta, rc, spin, output, input,
+                     hit, (PyObject *)s, (PyObject *)r, PyTuple_GET_ITEM(hit, 6));
+}
+
 /* exchange(op, group, output, input, table, extra, quickers, spin, left): the quick
  * path of a call from `input` to `output` (all_to_all_single, all_gather_into_tensor,
  * reduce_scatter_tensor; mpicoll/_collectives/_call.py, quick_exchange, says when and
@@ -2505,10 +2557,18 @@ static PyObject *exchange(PyObject *self, PyObject *const *args, Py_ssize_t narg
         : method_kind(method);
     int direct = !left && method != NULL && kind == NOT_MINE &&
         (same_name(method, str_direct) || same_name(method, str_reduced));
+    int signed_ = kind != NOT_MINE && PyTuple_GET_ITEM(hit, 5) == Py_None &&
+        PyTuple_GET_ITEM(hit, 6) != Py_None;
     if (kind != NOT_MINE && (PyTuple_GET_ITEM(hit, 5) != Py_None ||
                              PyTuple_GET_ITEM(hit, 6) != Py_None))
-        kind = NOT_MINE; /* (an own block to copy, counts beside the data: Python's) */
-    if (direct || kind != NOT_MINE) {
+        kind = NOT_MINE; /* (an own block to copy: Python's; a signature beside the data:
+                          * exchange_signed) */
+    if (signed_) {
+        result = exchange_signed(method_kind(method), op, group, hit, sa, ra, args[7], output,
+                                 input);
+        if (result != Py_False) goto hit_out;
+        Py_DECREF(result);
+    } else if (direct || kind != NOT_MINE) {
         long spin = PyLong_AsLong(args[7]);
         if (spin == -1 && PyErr_Occurred()) goto hit_out;
         PyObject *keep = PyTuple_Pack(2, output, input);

@@ -727,13 +727,15 @@ def test_counts_beside_the_data_go_in_the_core_and_a_mismatch_raises(ranks):
     assert p.returncode == 0, p.stdout + p.stderr
     for r in range(ranks):
         for xp in ("numpy", "torch"):
-            assert (f"{xp}: 8 calls made in the core, right, recorded; the mismatch raised "
+            assert (f"{xp}: 11 calls made in the core, right, recorded; the mismatch raised "
                     "SizeMismatch: all_to_all_single: the ranks disagree on sizes") in out[r], \
                 out[r]
             assert (f"{xp}: relayed, SizeMismatch: all_gather: the ranks disagree on sizes"
                     in out[r]), out[r]
             assert (f"{xp}: packed, SizeMismatch: reduce_scatter: the ranks disagree on sizes"
                     in out[r]), out[r]
+            assert (f"{xp}: signed, SizeMismatch: all_gather_into_tensor: the ranks disagree "
+                    "on sizes" in out[r]), out[r]
             assert f"{xp}: after it, right" in out[r], out[r]
         # gather's counts are compared on the root (rank 0), scatter's on each rank
         assert (f"{xp}: gather compared here, SizeMismatch: gather: the ranks disagree on "

@@ -3,8 +3,9 @@ more than 8 ranks): MPI's v-collectives carry the data, and their counts go besi
 Each call is made once by the general path, then again with the Python path's call
 refused, so that only the compiled core can make it: all_to_all_single with uneven split
 sizes, all_to_all of chunks and of tensors allocated apart, all_gather into a list of
-chunks of every rank's size, reduce_scatter from a list of chunks and from tensors
-allocated apart (packed), gather and scatter of
+chunks of every rank's size, the tensor forms (all_to_all_single, all_gather_into_tensor,
+reduce_scatter_tensor: their signature beside them), reduce_scatter from a list of chunks
+and from tensors allocated apart (packed), gather and scatter of
 every rank's size. Each result is compared with numpy's, each record must say completed;
 then rank 1 repeats another validated call than its peers (SizeMismatch on every rank,
 the record failed), the same for all_gather's list (every rank compares the counts: its
@@ -72,6 +73,8 @@ def run(xp):
     scattered = new(np.zeros(rank + 1))
     to_scatter = new(np.arange(n * (n + 1) // 2, dtype=np.float64) + 1000)
     to_sum_apart = [new(np.arange(j + 1, dtype=np.float64) * (rank + 1)) for j in range(n)]
+    even_in, even_out = new(np.arange(2 * n, dtype=np.float64) + 10 * rank), new(np.zeros(2 * n))
+    block_in, block_out = new(np.full(2, float(rank))), new(np.zeros(2))
     summed_apart = new(np.zeros(rank + 1))
     calls = [
         ("all_to_all_single", lambda: dist.all_to_all_single(out, x, splits, splits, group=g),
@@ -88,6 +91,18 @@ def run(xp):
                                      group=g),
          lambda: numpy_of(summed),
          np.arange(first, first + rank + 1, dtype=np.float64) * (n * (n + 1) // 2)),
+        # the tensor forms, their signature beside the data
+        ("all_to_all_single", lambda: dist.all_to_all_single(even_out, even_in, group=g),
+         lambda: numpy_of(even_out),
+         np.concatenate([np.arange(2 * rank, 2 * rank + 2, dtype=np.float64) + 10 * j
+                         for j in range(n)])),
+        ("all_gather_into_tensor",
+         lambda: dist.all_gather_into_tensor(even_out, block_in, group=g),
+         lambda: numpy_of(even_out), np.repeat(np.arange(n, dtype=np.float64), 2)),
+        ("reduce_scatter_tensor",
+         lambda: dist.reduce_scatter_tensor(block_out, even_in, group=g),
+         lambda: numpy_of(block_out),
+         np.arange(2 * rank, 2 * rank + 2, dtype=np.float64) * n + 10 * n * (n - 1) / 2),
         ("reduce_scatter",  # (tensors allocated one by one: packed)
          lambda: dist.reduce_scatter(summed_apart, to_sum_apart, group=g),
          lambda: numpy_of(summed_apart),
@@ -117,7 +132,7 @@ def run(xp):
         for _ in range(2):
             for op, call, got, want in calls:
                 for t in (out, gathered, summed, summed_apart, gathered_at, scattered,
-                          *sep_out):
+                          even_out, block_out, *sep_out):
                     t[...] = -1.0
                 call()
                 np.testing.assert_array_equal(got(), want, err_msg=op)
@@ -162,6 +177,17 @@ def run(xp):
         else:
             raise AssertionError("no SizeMismatch")
         print(f"{xp}: packed, SizeMismatch: {said}", flush=True)
+        # and a tensor form, its signature beside the data (every rank compares)
+        for k in (2, 3):
+            dist.all_gather_into_tensor(new(np.zeros(k * n)), new(np.ones(k)), group=g)
+        k = 3 if rank == 1 else 2
+        try:
+            dist.all_gather_into_tensor(new(np.zeros(k * n)), new(np.ones(k)), group=g)
+        except SizeMismatch as e:
+            said = str(e)
+        else:
+            raise AssertionError("no SizeMismatch")
+        print(f"{xp}: signed, SizeMismatch: {said}", flush=True)
         # gather's counts compared on the root, scatter's on each rank: rank 1 repeats
         # the other validated call, and the rank that compares raises
         ones, twos = new(np.zeros(n)), new(np.zeros(2 * n))
