@@ -9,9 +9,10 @@ and from tensors allocated apart (packed), gather and scatter of
 every rank's size. Each result is compared with numpy's, each record must say completed;
 then rank 1 repeats another validated call than its peers (SizeMismatch on every rank,
 the record failed), the same for all_gather's list (every rank compares the counts: its
-data may be left running), for gather (the root compares) and scatter (each rank
-compares its own), and the calls after them are right. On numpy arrays and torch tensors; prints one line per
-framework and check (tests/test_core.py reads them)."""
+data may be left running), for a packed reduce_scatter and for all_gather_into_tensor
+(every rank compares), for gather (the root compares) and scatter (each rank compares its
+own), and the calls after them are right. On numpy arrays and torch tensors; prints one
+line per framework and check (tests/test_core.py reads them)."""
 
 from __future__ import annotations
 
