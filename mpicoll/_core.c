@@ -3436,21 +3436,28 @@ static int list_seen_same(const ListSeen *s, PyObject *xs, int writable, PyObjec
 /* A v-collective's outcome that vcall_run handed back with None for the layout at item
  * `i` (a memo's run, which made none), given the layout of `xs` (layout_of's, as the call
  * took it) for the Python side, which words the outcome with it. True and False pass
- * through; NULL (an error) where `result` is NULL. */
+ * through, and so does NULL. This cannot fail: the outcome may hold the only references
+ * to a request still running and the buffers it reads, which must reach the Python side
+ * (a layout that cannot be made is left None, its error cleared: the wording then names
+ * no tensors). */
 static PyObject *laid(PyObject *result, Py_ssize_t i, PyObject *xs, int writable,
                       PyObject *quickers) {
     if (result == NULL || !PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) <= i ||
         PyTuple_GET_ITEM(result, i) != Py_None)
         return result;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb); /* (none is set: kept, in case) */
     PyObject *lay = layout_of(xs, writable, quickers, INT_MAX);
-    PyObject *t = lay == NULL ? NULL : PyTuple_New(PyTuple_GET_SIZE(result));
+    PyObject *t = lay == NULL || lay == Py_None ? NULL : PyTuple_New(PyTuple_GET_SIZE(result));
     if (t != NULL) {
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(result); k++)
             PyTuple_SET_ITEM(t, k, Py_NewRef(k == i ? lay : PyTuple_GET_ITEM(result, k)));
+        Py_SETREF(result, t);
     }
     Py_XDECREF(lay);
-    Py_DECREF(result);
-    return t;
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    return result;
 }
 
 /* A call as a memo remembers it (the part ListsMemo and ListedMemo share): the entry
@@ -3513,6 +3520,8 @@ static PyObject *remembered_run(const Remembered *r, PyObject *hit, Py_ssize_t d
                                 PyObject *first, PyObject *second) {
     VCall v;
     long long count = r->count;
+    if (capacity > 0 && r->meta == NULL) /* (the recorder turned on since: made anew) */
+        Py_RETURN_FALSE;
     PyObject *meta = capacity > 0 ? Py_NewRef(r->meta) : NULL;
     if (vcall_copy(&v, &r->v) < 0) {
         Py_XDECREF(meta);
@@ -3582,7 +3591,9 @@ static PyObject *lists_again(PyObject *op, PyObject *group, PyObject *outs, PyOb
     unsigned long was = *fills;
     int same = list_seen_same(&m->outs, outs, 1, quickers, fills, was, -1, NULL);
     if (same > 0) same = list_seen_same(&m->ins, ins, 0, quickers, fills, was, -1, NULL);
-    if (same <= 0 || *fills != was) return same < 0 ? NULL : Py_NewRef(Py_False);
+    if (same <= 0 || *fills != was || !remembered_for(&m->r, table, n)) /* (asked again:
+                                                   * a hook's quick may have run Python) */
+        return same < 0 ? NULL : Py_NewRef(Py_False);
     /* (what the run uses, taken now: while it waits, another thread may fill the memo) */
     PyObject *hit = Py_NewRef(m->r.hit), *result = NULL;
     if (m->r.direct) {
@@ -3704,7 +3715,8 @@ static PyObject *listed_again(PyObject *op, PyObject *group, PyObject *tensor,
         (long long)PyArray_SIZE(arr) == m->size;
     if (same) same = list_seen_same(&m->list, tensors, writes, quickers, fills, was, at, &mine);
     if (same < 0) goto out;
-    if (!same || *fills != was) goto not;
+    if (!same || *fills != was || !remembered_for(&m->r, table, n)) goto not; /* (asked
+                                                   * again: a hook may have run Python) */
     if (mine != NULL && (PyArray_NDIM((PyArrayObject *)mine) != PyArray_NDIM(arr) ||
                          !PyArray_CompareLists(PyArray_DIMS((PyArrayObject *)mine),
                                                PyArray_DIMS(arr), PyArray_NDIM(arr))))
@@ -4147,12 +4159,17 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (at_root) {
         PyObject *head = PyTuple_Pack(1, root);
         if (head == NULL) return NULL;
+        uint64_t version = 0; /* (the table's, before its lookup: a memo made from it is
+                               * never newer than what was looked up) */
+#ifdef DICT_VERSIONS
+        version = ((PyDictObject *)at_root_table)->ma_version_tag;
+#endif
         PyObject *result = listed_in(op, group, tensor, tensors,
                                      gathering ? WRITES_LIST : 0, at_root_table, head, quickers,
                                      spin, left);
         if (result != NULL && !left && PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 3) {
-            /* (no Plan: MPI's Gatherv or Scatterv, made here on one process, and
-             * remembered as listed_in's calls are) */
+            /* (no Plan: MPI's Gatherv or Scatterv, made here on a group that sends no
+             * messages of its own, and remembered as listed_in's calls are) */
             PyObject *hit = PyTuple_GET_ITEM(result, 0), *lay = PyTuple_GET_ITEM(result, 2);
             PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(result, 1);
             VCall v;
@@ -4160,10 +4177,6 @@ static PyObject *rooted(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             long long count;
             int made = rooted_v_make(group, hit, a, lay, root, gathering, &v, &meta, &count);
             if (made > 0) {
-                uint64_t version = 0;
-#ifdef DICT_VERSIONS
-                version = ((PyDictObject *)at_root_table)->ma_version_tag;
-#endif
                 listed_remember(at_root_table, version, v.n, gathering ? WRITES_LIST : 0,
                                 head, hit, a, lay, &v, meta, count, NULL);
                 done = vcall_run(&v, op, group, PyTuple_GET_ITEM(hit, 1), meta, count, spin,
