@@ -152,43 +152,26 @@ def run(xp):
         assert _recorder.state(_recorder.records()[-1]) == _recorder.FAILED
         print(f"{xp}: {len(calls)} calls made in the core, right, recorded; the mismatch "
               f"raised SizeMismatch: {said}", flush=True)
-        # the same where MPI may relay the data (all_gather of a list: every rank
-        # compares, and the data may be left running), after both calls are validated
-        for k in (2, 3):
-            dist.all_gather(pieces(new(np.zeros(k * n)), [k] * n), new(np.ones(k)), group=g)
-        k = 3 if rank == 1 else 2
-        try:
-            dist.all_gather(pieces(new(np.zeros(k * n)), [k] * n), new(np.ones(k)), group=g)
-        except SizeMismatch as e:
-            said = str(e)
-        else:
-            raise AssertionError("no SizeMismatch")
-        print(f"{xp}: relayed, SizeMismatch: {said}", flush=True)
-        # and where the list is packed first (reduce_scatter of tensors allocated apart:
-        # the packed bytes are kept with data MPI may still read)
-        for k in (2, 3):
-            dist.reduce_scatter(new(np.zeros(k)), [new(np.ones(k)) for _ in range(n)],
-                                group=g)
-        k = 3 if rank == 1 else 2
-        try:
-            dist.reduce_scatter(new(np.zeros(k)), [new(np.ones(k)) for _ in range(n)],
-                                group=g)
-        except SizeMismatch as e:
-            said = str(e)
-        else:
-            raise AssertionError("no SizeMismatch")
-        print(f"{xp}: packed, SizeMismatch: {said}", flush=True)
-        # and a tensor form, its signature beside the data (every rank compares)
-        for k in (2, 3):
-            dist.all_gather_into_tensor(new(np.zeros(k * n)), new(np.ones(k)), group=g)
-        k = 3 if rank == 1 else 2
-        try:
-            dist.all_gather_into_tensor(new(np.zeros(k * n)), new(np.ones(k)), group=g)
-        except SizeMismatch as e:
-            said = str(e)
-        else:
-            raise AssertionError("no SizeMismatch")
-        print(f"{xp}: signed, SizeMismatch: {said}", flush=True)
+        # where every rank compares (Agreed): all_gather of a list (MPI may relay the
+        # data, which may be left running), reduce_scatter of tensors allocated apart (the
+        # packed bytes kept with data MPI may still read), and a tensor form (its
+        # signature beside the data). Each made with 2 and 3 elements a rank first, then
+        # rank 1 makes the other
+        for said_as, call in (
+                ("relayed", lambda k: dist.all_gather(pieces(new(np.zeros(k * n)), [k] * n),
+                                                      new(np.ones(k)), group=g)),
+                ("packed", lambda k: dist.reduce_scatter(
+                    new(np.zeros(k)), [new(np.ones(k)) for _ in range(n)], group=g)),
+                ("signed", lambda k: dist.all_gather_into_tensor(new(np.zeros(k * n)),
+                                                                 new(np.ones(k)), group=g))):
+            for k in (2, 3):
+                call(k)
+            try:
+                call(3 if rank == 1 else 2)
+            except SizeMismatch as e:
+                print(f"{xp}: {said_as}, SizeMismatch: {e}", flush=True)
+            else:
+                raise AssertionError(f"{said_as}: no SizeMismatch")
         # gather's counts compared on the root, scatter's on each rank: rank 1 repeats
         # the other validated call, and the rank that compares raises
         ones, twos = new(np.zeros(n)), new(np.zeros(2 * n))
