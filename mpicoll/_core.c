@@ -3445,9 +3445,7 @@ static PyObject *laid(PyObject *result, Py_ssize_t i, PyObject *xs, int writable
     if (result == NULL || !PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) <= i ||
         PyTuple_GET_ITEM(result, i) != Py_None)
         return result;
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb); /* (none is set: kept, in case) */
-    PyObject *lay = layout_of(xs, writable, quickers, INT_MAX);
+    PyObject *lay = layout_of(xs, writable, quickers, INT_MAX); /* (no error is set here) */
     PyObject *t = lay == NULL || lay == Py_None ? NULL : PyTuple_New(PyTuple_GET_SIZE(result));
     if (t != NULL) {
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(result); k++)
@@ -3456,7 +3454,6 @@ static PyObject *laid(PyObject *result, Py_ssize_t i, PyObject *xs, int writable
     }
     Py_XDECREF(lay);
     PyErr_Clear();
-    PyErr_Restore(et, ev, tb);
     return result;
 }
 
