@@ -141,8 +141,9 @@ def test_checked_mode_ends_the_job_where_a_peer_never_comes(how):
     p = run(3, ["tests/scripts/checked_peer_gone.py", how], timeout=90, MPICOLL_CHECK="1",
             MPICOLL_TIMEOUT="5")
     assert p.returncode != 0 and "unreachable" not in p.stdout, p.stdout + p.stderr
-    said = ("global rank 1 left the job after 1 collective(s) on this group; this is "
-            "collective #2" if how == "exit" else
-            "stuck for 5.0 s (timeout 5 s) in all_reduce #2 on group '0'")
-    assert said in p.stderr, p.stderr
+    # (the time waited is the monitor's reading: its 50 ms tick, later on a loaded machine)
+    said = (r"global rank 1 left the job after 1 collective\(s\) on this group; this is "
+            r"collective #2" if how == "exit" else
+            r"stuck for \d+\.\d s \(timeout 5 s\) in all_reduce #2 on group '0'")
+    assert re.search(said, p.stderr), p.stderr
     assert time.monotonic() - start < 60

@@ -4,6 +4,8 @@ a wait too), and where each rank of the group is when they disagree on the colle
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from _launch import run
 
@@ -65,7 +67,8 @@ def test_report_names_the_root_each_rank_takes_where_they_differ(call, how):
             f"(this rank takes group rank {me}: every rank must pass the same root)"
             for me in (0, 1)]
     seq = 5 if how == "warm" else 3
-    assert f"stuck for 3.0 s (timeout 3 s) in {call} #{seq} on group" in err, err
+    # (the time waited is the monitor's reading: its 50 ms tick, later on a loaded machine)
+    assert re.search(rf"stuck for \d+\.\d s \(timeout 3 s\) in {call} #{seq} on group", err), err
     assert any(f"watchdog: ranks of the group: {s}" in err for s in said), err
     # (a run of kept messages numbers its group once finished: a peer waiting in one
     # was reported "not arrived ... (issued 4 collective(s) on this group)")
