@@ -21,6 +21,12 @@ the job with the watchdog's report, never in silence.
 ``claim`` hands a Work back to a thread that wants to block on it, so no
 request is ever waited on by two threads at once. ``drain`` stops the threads
 and completes everything still pending.
+
+The threads call MPI beside the caller's own calls, which MPI allows only at
+``MPI_THREAD_MULTIPLE`` (mpi4py's default). Where MPI gave a lower level (a user
+who set ``mpi4py.rc.thread_level``), no thread is started: a watched Work keeps
+its callback until a wait claims it or ``drain`` runs it (:func:`threads_may_test`;
+the torch backend's futures then complete when they are made).
 """
 
 from __future__ import annotations
@@ -34,12 +40,25 @@ from typing import Any
 
 from ._env import timeout_for
 from ._pending import pending
+from ._start import mpi
 from ._watched import watched
 
 Work = Any  # a mpicoll._work.Work (or the torch backend's): duck-typed here
 Callback = Callable[[Work], None]
 
 _IDLE_KEPT = 1  # idle threads kept for the next hand-off; more end
+
+_multiple: bool | None = None  # whether MPI gave MPI_THREAD_MULTIPLE (asked once)
+
+
+def threads_may_test() -> bool:
+    """Whether a progress thread may call MPI beside the caller's thread: MPI gave
+    ``MPI_THREAD_MULTIPLE``. (MPI is up: a Work exists.)"""
+    global _multiple
+    if _multiple is None:
+        MPI = mpi()
+        _multiple = MPI.Query_thread() == MPI.THREAD_MULTIPLE
+    return _multiple
 
 
 class _Engine:
@@ -60,6 +79,8 @@ class _Engine:
                               timeout_for(work.group), getattr(work, "peer", None))
         with self._lock:
             self._pending[work] = (callback, token)
+            if not threads_may_test():
+                return  # kept for claim() (a wait) or drain(), in the caller's thread
             if self._leader is None or self._leader in self._in_callbacks:
                 # no one tests, or the leader is inside callbacks that may be waiting
                 # for this very work (a .then() that issued it): another thread leads

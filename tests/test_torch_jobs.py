@@ -74,3 +74,12 @@ def test_callback_that_can_never_complete_ends_at_the_timeout(given, env, expect
     assert (f"mpicoll watchdog: rank 0 stuck for {expected}." in p.stderr
             and f"(timeout {expected} s) in all_reduce #2 on group '0'" in p.stderr), p.stderr
     assert "not arrived: global rank 1" in p.stderr, p.stderr
+
+
+def test_a_thread_level_below_multiple_starts_no_progress_thread():
+    # the user asked MPI for MPI_THREAD_SERIALIZED: mpicoll's progress threads would call
+    # MPI beside the caller's thread (they did); the futures complete when made instead
+    p = run(2, ["tests/scripts/serialized_level.py"], timeout=BOUND)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for rank in (0, 1):
+        assert f"rank {rank}: ok" in p.stdout, p.stdout + p.stderr

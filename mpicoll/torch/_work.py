@@ -7,7 +7,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from .._progress import engine
+from .._progress import engine, threads_may_test
 from .._work import Work
 
 
@@ -61,6 +61,15 @@ class TorchWork(dist._Work):
         if self._future is None:
             self._future = torch.futures.Future()
             pending = [w for w in self._works if not w.is_completed()]
+            if pending and not threads_may_test():
+                # no thread may call MPI beside this one (MPI gave a thread level below
+                # multiple, as the user asked): the future completes here, now; an error
+                # of the operation is the future's (wait() settled it)
+                try:
+                    self.wait()
+                except Exception:
+                    pass
+                return self._future
             if not pending:
                 self._exc = next((w.exception() for w in self._works if w.exception()), None)
                 self._settle()
