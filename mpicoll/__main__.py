@@ -137,9 +137,13 @@ def info(verbose: bool = False) -> list[tuple[str, str]]:
     from ._mpi import MPI, NETMOD_CHOICE
 
     level = _THREADS.get(MPI.Query_thread(), str(MPI.Query_thread()))
+    # below multiple no mpicoll thread calls MPI (docs/sharp-bits.md): say what that costs
+    lower = "" if MPI.Query_thread() == MPI.THREAD_MULTIPLE else (
+        " (below multiple: no departure notices, a peer that left ends at the timeout; "
+        "the torch backend's futures complete when made)")
     rows = [("mpicoll", __version__), ("mpi4py", mpi4py.__version__),
             ("MPI", f"{_library(MPI)}, MPI {'{}.{}'.format(*MPI.Get_version())}, thread "
-                    f"level {level.removeprefix('MPI_THREAD_').lower()}"),
+                    f"level {level.removeprefix('MPI_THREAD_').lower()}{lower}"),
             ("world size", str(MPI.COMM_WORLD.Get_size()))]
     if NETMOD_CHOICE is not None:
         rows.append(("MPICH netmod", NETMOD_CHOICE))

@@ -84,6 +84,13 @@ def test_info():
     assert _rows(MPICOLL_GPU_AWARE="1")["GPU-aware MPI"] == "yes (forced by MPICOLL_GPU_AWARE=1)"
 
 
+def test_info_says_what_a_thread_level_below_multiple_changes():
+    # the user's own level (mpi4py's variable) is kept, and info says what it costs
+    rows = _rows(MPI4PY_RC_THREAD_LEVEL="serialized")
+    assert rows["MPI"].endswith(
+        "thread level serialized (below multiple: no departure notices, a peer that left "
+        "ends at the timeout; the torch backend's futures complete when made)"), rows["MPI"]
+
 def test_info_verbose():
     import importlib.metadata as md
 
