@@ -91,6 +91,7 @@ def test_info_says_what_a_thread_level_below_multiple_changes():
         "thread level serialized (below multiple: no departure notices, a peer that left "
         "ends at the timeout; the torch backend's futures complete when made)"), rows["MPI"]
 
+
 def test_info_verbose():
     import importlib.metadata as md
 

@@ -5,6 +5,7 @@ future's callback that waits for ever, under the timeout's rule (the one given t
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -71,8 +72,10 @@ def test_callback_that_can_never_complete_ends_at_the_timeout(given, env, expect
     assert p.returncode != 0, p.stdout + p.stderr
     assert "rank 0: past the callback" not in p.stdout
     assert "unreachable" not in p.stdout
-    assert (f"mpicoll watchdog: rank 0 stuck for {expected}." in p.stderr
-            and f"(timeout {expected} s) in all_reduce #2 on group '0'" in p.stderr), p.stderr
+    # (the time waited is the monitor's reading: its 50 ms tick, later on a loaded machine)
+    stuck = re.search(rf"mpicoll watchdog: rank 0 stuck for (\d+\.\d) s \(timeout {expected} s\) "
+                      r"in all_reduce #2 on group '0'", p.stderr)
+    assert stuck and float(stuck[1]) >= expected, p.stderr
     assert "not arrived: global rank 1" in p.stderr, p.stderr
 
 

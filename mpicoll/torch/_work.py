@@ -63,12 +63,22 @@ class TorchWork(dist._Work):
             pending = [w for w in self._works if not w.is_completed()]
             if pending and not threads_may_test():
                 # no thread may call MPI beside this one (MPI gave a thread level below
-                # multiple, as the user asked): the future completes here, now; an error
-                # of the operation is the future's (wait() settled it)
+                # multiple, as the user asked): the future completes here, under the
+                # group's watchdog (not the call's own timeout, which is wait()'s); the
+                # operation's error is the future's. Interrupted, no future is kept: the
+                # next get_future() waits again
                 try:
-                    self.wait()
-                except Exception:
-                    pass
+                    for w in pending:
+                        w.wait()
+                except Exception as e:
+                    if w.exception() is None:
+                        self._future = None
+                        raise
+                    self._exc = e
+                except BaseException:
+                    self._future = None
+                    raise
+                self._settle()
                 return self._future
             if not pending:
                 self._exc = next((w.exception() for w in self._works if w.exception()), None)

@@ -2,7 +2,8 @@
 (``mpi4py.rc.thread_level``, set here before MPI starts): no mpicoll thread may call
 MPI beside the caller's, so no progress thread starts, and a future completes when it is
 made. Its values, a chain whose callback waits on a second collective (PowerSGD's), a
-future of a failed operation, and plain async Works are checked; then that no
+future of a failed operation, one of a call whose own timeout its peer outlasts, and
+plain async Works are checked; then that no
 ``mpicoll-progress`` thread is there.
 
     mpiexec -n 2 python tests/scripts/serialized_level.py
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 
 import mpi4py
 
@@ -58,6 +60,17 @@ if size > 1:
         assert "size" in str(e).lower(), e
     else:
         raise AssertionError("the future of an all_reduce whose sizes differ held no error")
+
+# the call's own timeout (its options') is wait()'s, not the future's: a future made while
+# the peer is later than it still completes (it was left unsettled for ever)
+opts = tdist.AllreduceOptions()
+opts.timeout = timedelta(seconds=0.2)
+u = torch.full((2,), float(rank))
+if rank == 1:
+    time.sleep(1.0)
+fut = tdist.group.WORLD.allreduce([u], opts).get_future()
+assert fut.done()
+np.testing.assert_array_equal(fut.wait()[0].numpy(), np.full(2, float(sum(range(size)))))
 
 a = np.full(3, float(rank))
 work = mpicoll.all_reduce(a, async_op=True)
